@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from prometheus_client import REGISTRY, CollectorRegistry, disable_created_metrics, generate_latest
 
-disable_created_metrics()
+disable_created_metrics()  # type: ignore[no-untyped-call]
 
 registry: CollectorRegistry = REGISTRY
 

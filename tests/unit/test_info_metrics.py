@@ -1,0 +1,53 @@
+from typing import Any
+
+from prometheus_client import CollectorRegistry, generate_latest
+
+from controllers.metrics import KubeRayInfoCollector
+
+
+def _cluster(name: str, provisioned: bool, owner: str | None = None) -> dict[str, Any]:
+    labels = {"ray.io/originated-from-crd": owner} if owner else {}
+    conds = [
+        {
+            "type": "RayClusterProvisioned",
+            "status": "True" if provisioned else "False",
+            "lastTransitionTime": "2026-01-01T00:01:30Z",
+        }
+    ]
+    return {
+        "metadata": {
+            "name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": labels,
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "status": {"conditions": conds},
+    }
+
+
+def _scrape(clusters: list[dict[str, Any]], services: list[dict[str, Any]]) -> str:
+    reg = CollectorRegistry()
+    reg.register(KubeRayInfoCollector(lambda: clusters, lambda: services))
+    return generate_latest(reg).decode()
+
+
+def test_cluster_metrics_carry_kuberays_labels_and_derived_provisioning_time() -> None:
+    text = _scrape([_cluster("a", True, "RayService"), _cluster("b", False)], [])
+    assert 'kuberay_cluster_info{name="a",namespace="ns",owner_kind="RayService",uid="uid-a"} 1.0' in text
+    assert 'kuberay_cluster_info{name="b",namespace="ns",owner_kind="None",uid="uid-b"} 1.0' in text
+    assert 'kuberay_cluster_condition_provisioned{condition="true",name="a",namespace="ns",uid="uid-a"}' in text
+    assert 'kuberay_cluster_condition_provisioned{condition="false",name="b",namespace="ns",uid="uid-b"}' in text
+    assert 'kuberay_cluster_provisioned_duration_seconds{name="a",namespace="ns",uid="uid-a"} 90.0' in text
+    assert 'kuberay_cluster_provisioned_duration_seconds{name="b"' not in text
+
+
+def test_service_metrics_follow_conditions_and_vanish_with_the_object() -> None:
+    svc = {
+        "metadata": {"name": "s", "namespace": "ns", "uid": "u"},
+        "status": {"conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    text = _scrape([], [svc])
+    assert 'kuberay_service_condition_ready{condition="true",name="s",namespace="ns",uid="u"} 1.0' in text
+    assert (
+        'kuberay_service_condition_upgrade_in_progress{condition="false",name="s",namespace="ns",uid="u"} 1.0'
+        in text
+    )
+    assert 'name="s"' not in _scrape([], [])
