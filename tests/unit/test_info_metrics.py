@@ -33,8 +33,9 @@ def test_cluster_metrics_carry_kuberays_labels_and_derived_provisioning_time() -
     text = _scrape([_cluster("a", True, "RayService"), _cluster("b", False)], [])
     assert 'kuberay_cluster_info{name="a",namespace="ns",owner_kind="RayService",uid="uid-a"} 1.0' in text
     assert 'kuberay_cluster_info{name="b",namespace="ns",owner_kind="None",uid="uid-b"} 1.0' in text
-    assert 'kuberay_cluster_condition_provisioned{condition="true",name="a",namespace="ns",uid="uid-a"}' in text
-    assert 'kuberay_cluster_condition_provisioned{condition="false",name="b",namespace="ns",uid="uid-b"}' in text
+    prov = "kuberay_cluster_condition_provisioned"
+    assert prov + '{condition="true",name="a",namespace="ns",uid="uid-a"}' in text
+    assert prov + '{condition="false",name="b",namespace="ns",uid="uid-b"}' in text
     assert 'kuberay_cluster_provisioned_duration_seconds{name="a",namespace="ns",uid="uid-a"} 90.0' in text
     assert 'kuberay_cluster_provisioned_duration_seconds{name="b"' not in text
 
