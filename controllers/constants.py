@@ -63,6 +63,11 @@ UPGRADE_STRATEGY_RECREATE_HASH_KEY: Final = "ray.io/upgrade-strategy-recreate-ha
 DISABLE_PROVISIONED_HEAD_RESTART_KEY: Final = "ray.io/disable-provisioned-head-restart"
 RAYSERVICE_INITIALIZING_TIMEOUT_ANNOTATION_KEY: Final = "ray.io/initializing-timeout"
 INGRESS_CLASS_ANNOTATION_KEY: Final = "kubernetes.io/ingress.class"
+# kuberay-py only: the RayService controller copies serveConfigV2's `proxy_location` here so the
+# RayCluster builder leaves the serve check out of worker readiness when workers run no proxy
+# (KubeRay #4994). Values are Ray's ProxyLocation names.
+SERVE_PROXY_LOCATION_ANNOTATION_KEY: Final = "ray.io/serve-proxy-location"
+PROXY_LOCATIONS_WITHOUT_WORKER_PROXY: Final = ("HeadOnly", "Disabled", "NoServer")
 
 KUBERAY_VERSION: Final = "v1.7.0"  # stamped into ray.io/kuberay-version and usage-stats tags
 KUBERAY_CRD_VERSION: Final = "v1"
