@@ -1,0 +1,207 @@
+"""Async client for the Ray dashboard's Serve REST API.
+
+Why it looks like this: KubeRay #1910 cut the dashboard timeout from 2 minutes to 2 s because one
+crashed dashboard blocked the whole operator. Here every call has a hard total timeout (2 s by
+default), a cap on how much of the response body is read, and a typed error, so a reconcile that
+talks to a hanging or broken dashboard fails fast with a precise reason and never holds a worker.
+All clients made by one :class:`DashboardClientFactory` share one aiohttp session, so connections
+to a head are pooled and kept alive between reconciles instead of re-handshaking every time.
+
+Example::
+
+    factory = DashboardClientFactory()
+    dash = factory.client("http://10.0.0.5:8265", auth_token=None)
+    await dash.put_serve_applications({"applications": [...]})
+    details = await dash.get_serve_details()
+    await factory.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import aiohttp
+import orjson
+
+from controllers.ray.serve_status import ServeDetails, parse_serve_details
+
+__all__ = [
+    "DEFAULT_DASHBOARD_MAX_BODY",
+    "DEFAULT_DASHBOARD_TIMEOUT",
+    "SERVE_APPLICATIONS_PATH",
+    "DashboardClient",
+    "DashboardClientFactory",
+    "DashboardError",
+    "DashboardHTTPError",
+    "DashboardInvalidResponse",
+    "DashboardResponseTooLarge",
+    "DashboardTimeout",
+    "DashboardUnreachable",
+    "read_capped",
+]
+
+DEFAULT_DASHBOARD_TIMEOUT = 2.0
+# A GET of a few dozen applications with full deployment configs and replica lists stays well under
+# a megabyte; 8 MiB leaves room for big deployments while bounding what one head can make us buffer.
+DEFAULT_DASHBOARD_MAX_BODY = 8 * 1024 * 1024
+SERVE_APPLICATIONS_PATH = "/api/serve/applications/"
+AUTH_HEADER = "x-ray-authorization"
+
+
+class DashboardError(Exception):
+    """Any failure talking to a Ray dashboard; ``url`` says which one."""
+
+    def __init__(self, message: str, url: str) -> None:
+        super().__init__(f"{message} ({url})")
+        self.url = url
+        self.detail = message
+
+
+class DashboardTimeout(DashboardError):
+    """The dashboard did not answer within the timeout (hanging head, overloaded dashboard)."""
+
+
+class DashboardUnreachable(DashboardError):
+    """No HTTP exchange happened: connection refused or reset, DNS failure, broken transport."""
+
+
+class DashboardHTTPError(DashboardError):
+    """The dashboard answered with a non-2xx status; ``body`` is its (capped) text.
+
+    Ray answers a config that fails schema validation with 400 and pydantic's plain-text message,
+    and malformed JSON with 500 and a traceback, so ``body`` is kept as text, never parsed.
+    """
+
+    def __init__(self, status: int, body: str, url: str) -> None:
+        super().__init__(f"HTTP {status}: {body.strip()[:2000]}", url)
+        self.status = status
+        self.body = body
+
+
+class DashboardResponseTooLarge(DashboardError):
+    """The response body exceeded the configured cap; it was not buffered."""
+
+
+class DashboardInvalidResponse(DashboardError):
+    """A 2xx answer whose body is not the JSON document Ray's API returns."""
+
+
+async def read_capped(response: aiohttp.ClientResponse, limit: int) -> tuple[bytes, bool]:
+    """Read at most ``limit`` bytes of the body; the flag says whether more was left unread."""
+    declared = response.content_length
+    if declared is not None and declared > limit:
+        return b"", True
+    chunks: list[bytes] = []
+    size = 0
+    while size <= limit:
+        chunk = await response.content.read(limit + 1 - size)
+        if not chunk:
+            return b"".join(chunks), False
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)[:limit], True
+
+
+class DashboardClient:
+    """One dashboard (one Ray head). Cheap to create; the session belongs to the factory."""
+
+    def __init__(
+        self,
+        base_url: str,
+        session: aiohttp.ClientSession,
+        *,
+        auth_token: str | None = None,
+        timeout: float = DEFAULT_DASHBOARD_TIMEOUT,
+        max_body_bytes: int = DEFAULT_DASHBOARD_MAX_BODY,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self._session = session
+        self._headers = {AUTH_HEADER: f"Bearer {auth_token}"} if auth_token else {}
+        self._timeout = aiohttp.ClientTimeout(total=timeout)
+        self._max_body = max_body_bytes
+
+    async def get_serve_details(self) -> ServeDetails:
+        """``GET /api/serve/applications/?api_type=declarative`` parsed into statuses."""
+        url = f"{self.base_url}{SERVE_APPLICATIONS_PATH}"
+        body = await self._request("GET", url, params={"api_type": "declarative"})
+        try:
+            return parse_serve_details(orjson.loads(body))
+        except (orjson.JSONDecodeError, ValueError) as exc:
+            raise DashboardInvalidResponse(f"unexpected serve applications document: {exc}", url) from exc
+
+    async def put_serve_applications(self, config: Mapping[str, Any]) -> None:
+        """``PUT /api/serve/applications/`` with the whole declarative config (Ray: 200, empty body)."""
+        url = f"{self.base_url}{SERVE_APPLICATIONS_PATH}"
+        await self._request("PUT", url, data=orjson.dumps(dict(config)))
+
+    async def _request(
+        self, method: str, url: str, *, params: Mapping[str, str] | None = None, data: bytes | None = None
+    ) -> bytes:
+        headers = dict(self._headers)
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            async with self._session.request(
+                method, url, params=params, data=data, headers=headers, timeout=self._timeout
+            ) as resp:
+                body, truncated = await read_capped(resp, self._max_body)
+                if resp.status < 200 or resp.status >= 300:
+                    raise DashboardHTTPError(resp.status, body.decode("utf-8", errors="replace"), url)
+                if truncated:
+                    raise DashboardResponseTooLarge(f"response body larger than {self._max_body} bytes", url)
+                return body
+        except DashboardError:
+            raise
+        except TimeoutError as exc:
+            raise DashboardTimeout(f"no answer within {self._timeout.total} s", url) from exc
+        except aiohttp.ClientResponseError as exc:  # malformed status line or headers
+            raise DashboardInvalidResponse(f"malformed HTTP response: {exc.message}", url) from exc
+        except (aiohttp.ClientError, OSError, asyncio.IncompleteReadError) as exc:
+            raise DashboardUnreachable(f"{type(exc).__name__}: {exc}", url) from exc
+
+
+class DashboardClientFactory:
+    """Hands out :class:`DashboardClient` objects over one pooled aiohttp session.
+
+    The session is created lazily on the running loop (aiohttp sessions are loop-bound) and closed
+    by :meth:`close`, which the operator calls on shutdown.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float = DEFAULT_DASHBOARD_TIMEOUT,
+        max_body_bytes: int = DEFAULT_DASHBOARD_MAX_BODY,
+        max_connections: int = 100,
+        max_connections_per_host: int = 4,
+    ) -> None:
+        self.timeout = timeout
+        self.max_body_bytes = max_body_bytes
+        self._limit = max_connections
+        self._limit_per_host = max_connections_per_host
+        self._session: aiohttp.ClientSession | None = None
+
+    def _get_session(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            connector = aiohttp.TCPConnector(
+                limit=self._limit, limit_per_host=self._limit_per_host, keepalive_timeout=30.0
+            )
+            # Trust nothing from the environment: dashboards are addressed directly, never via a proxy.
+            self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
+        return self._session
+
+    def client(self, base_url: str, *, auth_token: str | None = None) -> DashboardClient:
+        return DashboardClient(
+            base_url,
+            self._get_session(),
+            auth_token=auth_token,
+            timeout=self.timeout,
+            max_body_bytes=self.max_body_bytes,
+        )
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
