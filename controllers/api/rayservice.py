@@ -1,0 +1,181 @@
+"""ray.io/v1 RayService: spec and status, field for field with KubeRay's CRD.
+
+``serveConfigV2`` stays the YAML string the user wrote (the controller hashes and submits it as
+written); ``RayServiceSpec.serve_applications()`` parses it when a caller needs the structure.
+``rayClusterStatus`` inside the service statuses is the full RayCluster status model, so the
+controller copies it without converting.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar
+
+import yaml
+from pydantic import Field
+
+from controllers.api.base import ApiModel, DateTime, Int32, Int64, K8s, Schema
+from controllers.api.raycluster import ConditionList, RayClusterSpec, RayClusterStatus
+
+__all__ = [
+    "KIND",
+    "AppStatus",
+    "ClusterUpgradeOptions",
+    "RayService",
+    "RayServiceSpec",
+    "RayServiceStatus",
+    "RayServiceStatuses",
+    "RayServiceUpgradeStrategy",
+    "ServeConfigError",
+    "ServeDeploymentStatus",
+    "load_rayservice",
+    "parse_serve_config",
+]
+
+KIND = "RayService"
+
+ServiceManifest = Annotated[dict[str, Any], K8s("V1Service")]
+
+
+class ServeConfigError(ValueError):
+    """serveConfigV2 is not YAML, or has no ``applications`` list."""
+
+
+def parse_serve_config(text: str) -> dict[str, Any]:
+    """Parse serveConfigV2 the way Ray's dashboard will receive it (YAML → JSON object).
+
+    Raises ServeConfigError with a message that names ``serveConfigV2``.
+    """
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ServeConfigError(f"serveConfigV2 is not valid YAML: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ServeConfigError("serveConfigV2 must be a YAML mapping with an 'applications' list")
+    apps = doc.get("applications")
+    if not isinstance(apps, list):
+        raise ServeConfigError("serveConfigV2.applications must be a list")
+    return doc
+
+
+class ClusterUpgradeOptions(ApiModel):
+    """Incremental upgrade (Gateway API) options; accepted for compatibility, not acted on."""
+
+    crd_required: ClassVar[tuple[str, ...]] = ("gatewayClassName", "intervalSeconds", "stepSizePercent")
+
+    max_surge_percent: Annotated[int, Schema({"format": "int32", "default": 100})] | None = None
+    step_size_percent: Int32 | None = None
+    interval_seconds: Int32 | None = None
+    gateway_class_name: str | None = None
+
+
+class RayServiceUpgradeStrategy(ApiModel):
+    type: str | None = Field(None, description="NewCluster (default) or None.")
+    cluster_upgrade_options: ClusterUpgradeOptions | None = None
+
+
+class RayServiceSpec(ApiModel):
+    """The desired state of a RayService. Only ``rayClusterConfig`` is required."""
+
+    crd_required: ClassVar[tuple[str, ...]] = ("rayClusterConfig",)
+
+    ray_cluster_deletion_delay_seconds: Annotated[int, Schema({"format": "int32", "minimum": 0})] | None = (
+        Field(None, description="Seconds to keep an old RayCluster after traffic moved away (default 60).")
+    )
+    service_unhealthy_second_threshold: Int32 | None = None
+    deployment_unhealthy_second_threshold: Int32 | None = None
+    serve_service: ServiceManifest | None = Field(None, description="A template for the serve Service.")
+    managed_by: (
+        Annotated[
+            str,
+            Schema(
+                {
+                    "x-kubernetes-validations": [
+                        {"message": "the managedBy field is immutable", "rule": "self == oldSelf"},
+                        {
+                            "message": "the managedBy field value must be either 'ray.io/kuberay-operator' "
+                            "or 'kueue.x-k8s.io/multikueue'",
+                            "rule": "self in ['ray.io/kuberay-operator', 'kueue.x-k8s.io/multikueue']",
+                        },
+                    ]
+                }
+            ),
+        ]
+        | None
+    ) = None
+    upgrade_strategy: RayServiceUpgradeStrategy | None = None
+    serve_config_v2: str | None = Field(None, description="The Ray Serve multi-application config (YAML).")
+    ray_cluster_config: RayClusterSpec | None = None
+    exclude_head_pod_from_serve_svc: bool | None = None
+    suspend: bool | None = None
+
+    def serve_applications(self) -> list[dict[str, Any]]:
+        """The parsed ``applications`` list (empty when serveConfigV2 is unset)."""
+        if not self.serve_config_v2:
+            return []
+        apps: list[dict[str, Any]] = parse_serve_config(self.serve_config_v2)["applications"]
+        return apps
+
+
+class ServeDeploymentStatus(ApiModel):
+    status: str | None = None
+    message: str | None = None
+
+
+class AppStatus(ApiModel):
+    serve_deployment_statuses: dict[str, ServeDeploymentStatus] | None = None
+    status: str | None = None
+    message: str | None = None
+
+
+class RayServiceStatus(ApiModel):
+    """The status of one of the two clusters (active or pending) a RayService tracks."""
+
+    last_traffic_migrated_time: DateTime | None = None
+    target_capacity: Int32 | None = None
+    traffic_routed_percent: Int32 | None = None
+    application_statuses: dict[str, AppStatus] | None = None
+    ray_cluster_name: str | None = None
+    ray_cluster_status: RayClusterStatus | None = None
+
+
+class RayServiceStatuses(ApiModel):
+    """The observed state of a RayService (the CRD's ``status``)."""
+
+    last_update_time: DateTime | None = None
+    service_status: str | None = Field(None, description="Deprecated: Running iff Ready, else empty.")
+    conditions: ConditionList | None = None
+    active_service_status: RayServiceStatus | None = None
+    pending_service_status: RayServiceStatus | None = None
+    num_serve_endpoints: Int32 | None = None
+    observed_generation: Int64 | None = None
+
+
+class RayService(ApiModel):
+    """A whole RayService object. ``metadata`` stays a plain dict (the API server owns it)."""
+
+    api_version: str | None = None
+    kind: str | None = None
+    metadata: dict[str, Any] | None = None
+    spec: RayServiceSpec | None = None
+    status: RayServiceStatuses | None = None
+
+    @property
+    def name(self) -> str:
+        return str((self.metadata or {}).get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str((self.metadata or {}).get("namespace", ""))
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return dict((self.metadata or {}).get("annotations") or {})
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict((self.metadata or {}).get("labels") or {})
+
+
+def load_rayservice(obj: dict[str, Any]) -> RayService:
+    """Load a RayService manifest. Raises ``pydantic.ValidationError`` naming the bad field."""
+    return RayService.model_validate(obj)
