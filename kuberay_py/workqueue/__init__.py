@@ -1,0 +1,35 @@
+"""The controller workqueue: client-go's rules, controller-runtime's priorities and metrics.
+
+See :mod:`kuberay_py.workqueue.queue` for the semantics and
+:mod:`kuberay_py.workqueue.rate_limiters` for the back-off choices.
+"""
+
+from kuberay_py.workqueue.queue import (
+    LOW_PRIORITY,
+    UNFINISHED_WORK_UPDATE_PERIOD,
+    RateLimitingQueue,
+    ShutDown,
+)
+from kuberay_py.workqueue.rate_limiters import (
+    BucketRateLimiter,
+    ItemExponentialFailureRateLimiter,
+    ItemFastSlowRateLimiter,
+    MaxOfRateLimiter,
+    RateLimiter,
+    classic_rate_limiter,
+    default_rate_limiter,
+)
+
+__all__ = [
+    "LOW_PRIORITY",
+    "UNFINISHED_WORK_UPDATE_PERIOD",
+    "BucketRateLimiter",
+    "ItemExponentialFailureRateLimiter",
+    "ItemFastSlowRateLimiter",
+    "MaxOfRateLimiter",
+    "RateLimiter",
+    "RateLimitingQueue",
+    "ShutDown",
+    "classic_rate_limiter",
+    "default_rate_limiter",
+]

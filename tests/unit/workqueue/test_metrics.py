@@ -1,0 +1,99 @@
+"""workqueue_* metrics under controller-runtime's names, labels and buckets, on a FakeClock."""
+
+from __future__ import annotations
+
+import itertools
+
+from kuberay_py.clock import FakeClock, settle
+from kuberay_py.metrics import exposition, registry
+from kuberay_py.workqueue import LOW_PRIORITY, UNFINISHED_WORK_UPDATE_PERIOD, RateLimitingQueue
+
+_n = itertools.count()
+
+
+def fresh() -> tuple[str, FakeClock, RateLimitingQueue[str]]:
+    name = f"wq-metrics-{next(_n)}"
+    clock = FakeClock()
+    return name, clock, RateLimitingQueue(name, clock=clock)
+
+
+def value(metric: str, name: str, **extra: str) -> float | None:
+    return registry.get_sample_value(metric, {"name": name, "controller": name, **extra})
+
+
+async def test_adds_and_depth_count_ready_items_by_priority() -> None:
+    name, _, q = fresh()
+    q.add("a")
+    q.add("a")  # deduped: not an add
+    q.add("b", priority=LOW_PRIORITY)
+    assert value("workqueue_adds_total", name) == 2
+    assert value("workqueue_depth", name, priority="0") == 1
+    assert value("workqueue_depth", name, priority="-100") == 1
+    q.add("b")  # promoted: depth moves between priority series
+    assert value("workqueue_depth", name, priority="0") == 2
+    assert value("workqueue_depth", name, priority="-100") == 0
+    await q.get()
+    await q.get()
+    assert value("workqueue_depth", name, priority="0") == 0
+
+
+async def test_queue_and_work_durations_use_the_injected_clock() -> None:
+    name, clock, q = fresh()
+    q.add("a")
+    await clock.advance(2.0)
+    item = await q.get()
+    await clock.advance(3.0)
+    q.done(item)
+    assert value("workqueue_queue_duration_seconds_sum", name) == 2.0
+    assert value("workqueue_work_duration_seconds_sum", name) == 3.0
+    assert value("workqueue_work_duration_seconds_count", name) == 1
+
+
+async def test_histogram_buckets_are_controller_runtimes_1e_8_to_1e3() -> None:
+    name, _, q = fresh()
+    q.add("a")
+    q.done(await q.get())
+    text = exposition().decode()
+    buckets = [
+        line.split('le="')[1].split('"')[0]
+        for line in text.splitlines()
+        if line.startswith("workqueue_queue_duration_seconds_bucket") and f'name="{name}"' in line
+    ]
+    assert buckets[0] == "1e-08" and buckets[-2] == "1000.0" and buckets[-1] == "+Inf"
+    assert len(buckets) == 13  # 12 buckets + Inf
+    assert "workqueue_adds_created" not in text
+
+
+async def test_retries_count_only_delayed_adds() -> None:
+    name, _, q = fresh()
+    q.add_after("a", 0)
+    q.add_after("b", 1.0)
+    q.add_rate_limited("c")
+    assert value("workqueue_retries_total", name) == 2
+    q.shutdown()
+
+
+async def test_unfinished_work_and_longest_running_update_every_500ms() -> None:
+    name, clock, q = fresh()
+    q.add("a")
+    q.add("b")
+    await q.get()
+    await clock.advance(1.0)
+    await q.get()
+    await settle()
+    await clock.advance(UNFINISHED_WORK_UPDATE_PERIOD)
+    # a has run 1.5 s, b 0.5 s
+    assert value("workqueue_unfinished_work_seconds", name) == 2.0
+    assert value("workqueue_longest_running_processor_seconds", name) == 1.5
+    q.shutdown()
+
+
+async def test_unnamed_queue_reports_nothing() -> None:
+    q: RateLimitingQueue[str] = RateLimitingQueue(clock=FakeClock())
+    def workqueue_lines() -> list[str]:
+        return [ln for ln in exposition().decode().splitlines() if ln.startswith("workqueue_")]
+
+    before = workqueue_lines()
+    q.add("a")
+    q.done(await q.get())
+    assert workqueue_lines() == before
