@@ -1,0 +1,1 @@
+"""The RayCluster controller: pure builders (Pods, Services, Ingress, RBAC, Jobs), status, reconciler."""

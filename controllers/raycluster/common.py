@@ -1,0 +1,174 @@
+"""Small readers over a RayCluster dict shared by the builders, the reconciler and status.
+
+The builders take the RayCluster as the raw dict the cache hands out (the typed models in
+``controllers.api`` validate the same shape); these helpers give the few derived values
+(names, ports, feature switches) one definition each, with KubeRay's defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controllers import constants as C
+
+__all__ = [
+    "check_name",
+    "controller_ref",
+    "created_by_rayservice",
+    "desired_replicas",
+    "find_container_port",
+    "fqdn_ray_ip",
+    "gcs_ft_enabled",
+    "gcs_ft_redis_backend",
+    "group_suspended",
+    "head_port",
+    "head_service_name",
+    "headless_service_name",
+    "is_autoscaler_v2",
+    "is_autoscaling",
+    "num_of_hosts",
+    "pod_generate_name",
+    "serve_proxy_on_workers",
+    "serve_service_name",
+]
+
+
+def spec(cluster: dict[str, Any]) -> dict[str, Any]:
+    return cluster.get("spec") or {}
+
+
+def check_name(name: str) -> str:
+    """KubeRay's ``CheckName``: keep a generated name a valid DNS-1035 label (≤ 63, letter first)."""
+    if len(name) > 63:
+        name = name[len(name) - 63 :]
+    if name and name[0].isdigit():
+        name = "r" + name[1:]
+    return name
+
+
+def head_service_name(cluster: dict[str, Any]) -> str:
+    custom = (
+        ((spec(cluster).get("headGroupSpec") or {}).get("headService") or {}).get("metadata") or {}
+    ).get("name")
+    if custom:
+        return str(custom)
+    return check_name(f"{cluster['metadata']['name']}-{C.HEAD_SERVICE_SUFFIX}")
+
+
+def serve_service_name(name: str) -> str:
+    return check_name(f"{name}-{C.SERVE_SERVICE_SUFFIX}")
+
+
+def headless_service_name(cluster: dict[str, Any]) -> str:
+    return check_name(f"{cluster['metadata']['name']}-{C.HEADLESS_SERVICE_SUFFIX}")
+
+
+def fqdn_ray_ip(cluster: dict[str, Any], cluster_domain: str) -> str:
+    return f"{head_service_name(cluster)}.{cluster['metadata']['namespace']}.svc.{cluster_domain}"
+
+
+def head_port(cluster: dict[str, Any]) -> str:
+    params = (spec(cluster).get("headGroupSpec") or {}).get("rayStartParams") or {}
+    return str(params.get("port") or C.DEFAULT_GCS_SERVER_PORT)
+
+
+def pod_generate_name(prefix: str, node_type: str) -> str:
+    """``<prefix[:50]>-head-`` / ``-worker-``: room for the API server's 5 random characters."""
+    return f"{prefix[:50]}-{node_type}-".lower()
+
+
+def created_by_rayservice(cluster: dict[str, Any]) -> bool:
+    labels = cluster.get("metadata", {}).get("labels") or {}
+    return labels.get(C.RAY_ORIGINATED_FROM_CRD_LABEL_KEY) == C.CRD_RAYSERVICE
+
+
+def creator_crd(cluster: dict[str, Any]) -> str:
+    labels = cluster.get("metadata", {}).get("labels") or {}
+    return str(labels.get(C.RAY_ORIGINATED_FROM_CRD_LABEL_KEY) or C.CRD_RAYCLUSTER)
+
+
+def serve_proxy_on_workers(cluster: dict[str, Any]) -> bool:
+    """False when the RayService's serve config keeps proxies off workers (KubeRay #4994).
+
+    The RayService controller copies ``proxy_location`` from ``serveConfigV2`` into the
+    ``ray.io/serve-proxy-location`` annotation of the RayCluster it builds.
+    """
+    annotations = cluster.get("metadata", {}).get("annotations") or {}
+    location = str(annotations.get(C.SERVE_PROXY_LOCATION_ANNOTATION_KEY, "")).strip()
+    return location not in C.PROXY_LOCATIONS_WITHOUT_WORKER_PROXY
+
+
+def is_autoscaling(cluster: dict[str, Any]) -> bool:
+    return bool(spec(cluster).get("enableInTreeAutoscaling"))
+
+
+def is_autoscaler_v2(cluster: dict[str, Any]) -> bool:
+    if not is_autoscaling(cluster):
+        return False
+    options = spec(cluster).get("autoscalerOptions") or {}
+    if options.get("version") == "v2":
+        return True
+    head = (spec(cluster).get("headGroupSpec") or {}).get("template", {}).get("spec", {})
+    for container in head.get("containers") or []:
+        for env in container.get("env") or []:
+            if env.get("name") == C.RAY_ENABLE_AUTOSCALER_V2 and str(env.get("value", "")).lower() in (
+                "1",
+                "true",
+            ):
+                return True
+    return False
+
+
+def gcs_ft_enabled(cluster: dict[str, Any]) -> bool:
+    annotations = cluster.get("metadata", {}).get("annotations") or {}
+    if spec(cluster).get("gcsFaultToleranceOptions") is not None:
+        return True
+    return str(annotations.get(C.RAY_FT_ENABLED_ANNOTATION_KEY, "")).lower() == "true"
+
+
+def gcs_ft_redis_backend(cluster: dict[str, Any]) -> bool:
+    """GCS FT with an external Redis (the only backend whose data needs a cleanup Job)."""
+    if not gcs_ft_enabled(cluster):
+        return False
+    options = spec(cluster).get("gcsFaultToleranceOptions") or {}
+    return options.get("backend", "redis") in ("", "redis")
+
+
+def num_of_hosts(group: dict[str, Any]) -> int:
+    return max(1, int(group.get("numOfHosts") or 1))
+
+
+def group_suspended(cluster: dict[str, Any], group: dict[str, Any]) -> bool:
+    return bool(group.get("suspend"))
+
+
+def desired_replicas(group: dict[str, Any]) -> int:
+    """Replica *groups* KubeRay wants: clamp(replicas, min, max); replicas defaults to min."""
+    min_r = int(group.get("minReplicas") or 0)
+    max_r = group.get("maxReplicas")
+    replicas = group.get("replicas")
+    r = min_r if replicas is None else int(replicas)
+    if max_r is not None and r > int(max_r):
+        r = int(max_r)
+    if r < min_r:
+        r = min_r
+    return max(0, r)
+
+
+def find_container_port(container: dict[str, Any], name: str, default: int) -> int:
+    for port in container.get("ports") or []:
+        if port.get("name") == name:
+            return int(port.get("containerPort", default))
+    return default
+
+
+def controller_ref(obj: dict[str, Any]) -> dict[str, Any]:
+    """An ownerReference making ``obj`` the controller, so GC and ``owns()`` watches work."""
+    return {
+        "apiVersion": obj.get("apiVersion", "ray.io/v1"),
+        "kind": obj.get("kind", "RayCluster"),
+        "name": obj["metadata"]["name"],
+        "uid": obj["metadata"]["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
