@@ -1,0 +1,487 @@
+"""The async API client: raw JSON over one aiohttp session, throttled, with typed errors.
+
+Why not kubernetes_asyncio's generated ``*Api`` classes: its 36.1.0 REST layer does not raise on
+HTTP errors when streaming, retries a 410 watch with the same stale resourceVersion, sends query
+booleans as ``True`` and defaults custom-object patches to JSON patch; and its models cost ~50x
+``orjson.loads`` per object. So only its configuration loaders are used (see ``config.py``); the
+wire is ours and every rule the API server cares about is explicit here:
+
+* ``Accept: application/json`` on every request, ``Content-Type`` chosen per patch type;
+* query booleans as ``true``/``false``;
+* every call has a deadline (``ClientConfig.timeout``); a watch instead has an idle deadline
+  (no bytes for ``timeoutSeconds + 30 s``) because its total length is unbounded;
+* a QPS/burst token bucket in front of every request, including the opening of a watch;
+* 429 (and 5xx carrying ``Retry-After``) is retried after the server's ``Retry-After``, at most
+  ``ClientConfig.max_retries`` times, as client-go does; then :class:`TooManyRequests` is raised;
+* ``rest_client_*`` metrics per request.
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from collections.abc import AsyncIterator, Mapping
+from types import TracebackType
+from typing import Any, Literal
+
+import aiohttp
+import orjson
+from yarl import URL
+
+from kuberay_py.client import metrics
+from kuberay_py.client.config import ClientConfig
+from kuberay_py.client.errors import Gone, TransportError, error_from_response
+from kuberay_py.client.ratelimit import TokenBucket
+from kuberay_py.client.resources import Resource
+from kuberay_py.client.watchstream import decode_event, iter_lines
+from kuberay_py.clock import Clock, RealClock
+from kuberay_py.log import get_logger
+
+__all__ = ["PATCH_CONTENT_TYPES", "Client", "PatchType", "encode_query"]
+
+log = get_logger("kuberay_py.client")
+
+PatchType = Literal["merge", "json", "strategic", "apply"]
+
+PATCH_CONTENT_TYPES: dict[str, str] = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",  # the body is JSON, which is valid YAML
+}
+
+WATCH_IDLE_GRACE_SECONDS = 30.0
+
+QueryValue = str | int | float | bool | None
+
+
+def encode_query(params: Mapping[str, QueryValue]) -> list[tuple[str, str]]:
+    """Query pairs the API server parses strictly: booleans lower-case, ``None`` omitted."""
+    out: list[tuple[str, str]] = []
+    for key, value in params.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            out.append((key, "true" if value else "false"))
+        else:
+            out.append((key, str(value)))
+    return out
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class Client:
+    """Async access to any resource; use as ``async with Client(cfg) as c:`` or call :meth:`close`."""
+
+    def __init__(self, config: ClientConfig, *, clock: Clock | None = None) -> None:
+        self.config = config
+        self._clock = clock or RealClock()
+        self._bucket = TokenBucket(config.qps, config.burst, clock=self._clock)
+        self._base = URL(config.host.rstrip("/"))
+        self.host_label = self._base.raw_authority or config.host
+        self._session: aiohttp.ClientSession | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        if self._session is not None and not self._session.closed:
+            await self._session.close()
+        self._session = None
+
+    def _http(self) -> aiohttp.ClientSession:
+        if self._session is None or self._session.closed:
+            # limit=0: watches hold a connection each; the token bucket bounds the request rate.
+            connector = aiohttp.TCPConnector(
+                limit=0, ssl=self.config.ssl_context if self.config.ssl_context is not None else True
+            )
+            self._session = aiohttp.ClientSession(connector=connector, read_bufsize=2**21)
+        return self._session
+
+    async def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": self.config.user_agent}
+        if content_type:
+            headers["Content-Type"] = content_type
+        token = self.config.token
+        if self.config.token_source is not None:
+            token = await self.config.token_source() or token
+        if token:
+            headers["Authorization"] = token
+        return headers
+
+    def _url(self, path: str) -> URL:
+        return URL(str(self._base) + path)
+
+    # -- core ------------------------------------------------------------------------------------
+
+    async def _throttle(self, method: str) -> None:
+        waited = await self._bucket.acquire()
+        metrics.RATE_LIMITER_DURATION.labels(method, self.host_label).observe(waited)
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, QueryValue] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+    ) -> Any:
+        """Send one request and return the decoded JSON body (``None`` when empty).
+
+        ``body`` may be bytes (sent as is) or anything orjson encodes. Raises an
+        :class:`~kuberay_py.client.errors.ApiError` subclass for HTTP errors and
+        :class:`~kuberay_py.client.errors.TransportError` when no response arrives in time.
+        """
+        data: bytes | None
+        if body is None:
+            data = None
+        elif isinstance(body, bytes):
+            data = body
+        else:
+            data = orjson.dumps(body)
+            content_type = content_type or "application/json"
+        method = method.upper()
+        url = self._url(path)
+        params = encode_query(query or {})
+        attempt = 0
+        while True:
+            await self._throttle(method)
+            headers = await self._headers(content_type)
+            started = time.perf_counter()
+            try:
+                async with self._http().request(
+                    method,
+                    url,
+                    params=params,
+                    data=data,
+                    headers=headers,
+                    timeout=aiohttp.ClientTimeout(total=self.config.timeout),
+                    proxy=self.config.proxy,
+                    server_hostname=self.config.tls_server_name,
+                ) as resp:
+                    raw = await resp.read()
+                    status = resp.status
+                    retry_after_header = resp.headers.get("Retry-After")
+            except (aiohttp.ClientError, TimeoutError, OSError) as e:
+                self._observe("<error>", method, started)
+                raise TransportError(f"{method} {url}: {_describe(e)}") from e
+            self._observe(str(status), method, started)
+            if status < 400:
+                return orjson.loads(raw) if raw else None
+            error = error_from_response(status, raw, retry_after_header=retry_after_header)
+            delay = _retry_delay(status, retry_after_header)
+            if delay is not None and attempt < self.config.max_retries:
+                attempt += 1
+                metrics.REQUEST_RETRIES_TOTAL.labels(str(status), method, self.host_label).inc()
+                log.info(
+                    "api_request_retry_after",
+                    method=method,
+                    path=path,
+                    code=status,
+                    retry_after_s=delay,
+                    attempt=attempt,
+                )
+                await self._clock.sleep(delay)
+                continue
+            raise error
+
+    def _observe(self, code: str, method: str, started: float) -> None:
+        metrics.REQUESTS_TOTAL.labels(code, method, self.host_label).inc()
+        metrics.REQUEST_DURATION.labels(method, self.host_label).observe(time.perf_counter() - started)
+
+    # -- verbs -----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _ns(res: Resource, namespace: str | None, what: str) -> str | None:
+        if res.namespaced and not namespace:
+            raise ValueError(f"{what} {res.kind} needs a namespace")
+        return namespace if res.namespaced else None
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        result: dict[str, Any] = await self.request("GET", res.path(self._ns(res, namespace, "get"), name))
+        return result
+
+    async def list(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        """One page of a list (the ``*List`` object); ``metadata.continue`` is set when more remain."""
+        query: dict[str, QueryValue] = {
+            "labelSelector": label_selector or None,
+            "fieldSelector": field_selector or None,
+            "limit": limit,
+            "continue": continue_token or None,
+            "resourceVersion": resource_version,
+        }
+        result: dict[str, Any] = await self.request("GET", res.path(namespace), query=query)
+        return result
+
+    async def list_all(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        limit: int | None = None,
+        continue_token: str | None = None,
+        resource_version: str | None = None,
+    ) -> dict[str, Any]:
+        """Every page, merged into one ``*List``; ``limit`` is the page size.
+
+        Like client-go's pager (``FullListIfExpired``): if a ``continue`` token expires half-way
+        (410), the list is redone in one unpaginated request rather than returning a partial list.
+        """
+        page = await self.list(
+            res,
+            namespace,
+            label_selector=label_selector,
+            field_selector=field_selector,
+            limit=limit,
+            continue_token=continue_token,
+            resource_version=resource_version,
+        )
+        items: list[dict[str, Any]] = list(page.get("items") or [])
+        while token := (page.get("metadata") or {}).get("continue"):
+            try:
+                page = await self.list(
+                    res,
+                    namespace,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                    limit=limit,
+                    continue_token=token,
+                )
+            except Gone:
+                log.info("list_continue_expired_full_relist", resource=str(res), namespace=namespace)
+                return await self.list(
+                    res,
+                    namespace,
+                    label_selector=label_selector,
+                    field_selector=field_selector,
+                    resource_version=resource_version,
+                )
+            items.extend(page.get("items") or [])
+        metadata = dict(page.get("metadata") or {})
+        metadata.pop("continue", None)
+        metadata.pop("remainingItemCount", None)
+        return {
+            "apiVersion": page.get("apiVersion", res.api_version),
+            "kind": page.get("kind", f"{res.kind}List"),
+            "metadata": metadata,
+            "items": items,
+        }
+
+    async def watch(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        timeout_seconds: int | None = None,
+        allow_bookmarks: bool = True,
+    ) -> AsyncIterator[dict[str, Any]]:
+        """Yield ``{"type", "object"}`` events until the server ends the watch.
+
+        Raises :class:`Gone` on a 410 (as HTTP status or as an ``ERROR`` event), other
+        :class:`ApiError` subclasses on other errors, and :class:`TransportError` when the
+        stream breaks, goes silent past its idle deadline, or yields garbage. Close it early with
+        ``contextlib.aclosing`` (or by breaking out of ``async for``) to release the connection.
+        """
+        query: dict[str, QueryValue] = {
+            "watch": True,
+            "resourceVersion": resource_version or None,
+            "labelSelector": label_selector or None,
+            "fieldSelector": field_selector or None,
+            "timeoutSeconds": timeout_seconds,
+            "allowWatchBookmarks": allow_bookmarks,
+        }
+        idle = (
+            timeout_seconds + WATCH_IDLE_GRACE_SECONDS
+            if timeout_seconds is not None
+            else self.config.watch_idle_timeout
+        )
+        url = self._url(res.path(namespace))
+        await self._throttle("GET")
+        headers = await self._headers(None)
+        started = time.perf_counter()
+        try:
+            resp = await self._http().get(
+                url,
+                params=encode_query(query),
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=None, connect=self.config.timeout, sock_read=idle),
+                proxy=self.config.proxy,
+                server_hostname=self.config.tls_server_name,
+            )
+        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            self._observe("<error>", "GET", started)
+            raise TransportError(f"watch {url}: {_describe(e)}") from e
+        self._observe(str(resp.status), "GET", started)
+        try:
+            if resp.status >= 400:
+                try:
+                    raw = await resp.content.read(1 << 20)
+                except (aiohttp.ClientError, TimeoutError, OSError):
+                    raw = b""
+                raise error_from_response(
+                    resp.status, raw, retry_after_header=resp.headers.get("Retry-After")
+                )
+            try:
+                async for line in iter_lines(resp.content.iter_any()):
+                    yield decode_event(line)
+            except (aiohttp.ClientError, TimeoutError, OSError) as e:
+                raise TransportError(f"watch {url} broke: {_describe(e)}") from e
+        finally:
+            resp.close()
+
+    async def create(
+        self,
+        res: Resource,
+        body: dict[str, Any],
+        namespace: str | None = None,
+        *,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+    ) -> dict[str, Any]:
+        ns = namespace or (body.get("metadata") or {}).get("namespace")
+        query = {"dryRun": "All" if dry_run else None, "fieldManager": field_manager}
+        result: dict[str, Any] = await self.request(
+            "POST", res.path(self._ns(res, ns, "create")), query=query, body=body
+        )
+        return result
+
+    async def update(
+        self, res: Resource, body: dict[str, Any], *, subresource: str | None = None, dry_run: bool = False
+    ) -> dict[str, Any]:
+        """PUT the whole object; ``metadata.resourceVersion`` in ``body`` makes it a compare-and-swap."""
+        metadata = body.get("metadata") or {}
+        name = metadata.get("name")
+        if not name:
+            raise ValueError(f"update {res.kind}: body has no metadata.name")
+        path = res.path(self._ns(res, metadata.get("namespace"), "update"), name, subresource)
+        result: dict[str, Any] = await self.request(
+            "PUT", path, query={"dryRun": "All" if dry_run else None}, body=body
+        )
+        return result
+
+    async def update_status(self, res: Resource, body: dict[str, Any]) -> dict[str, Any]:
+        return await self.update(res, body, subresource="status")
+
+    async def patch(
+        self,
+        res: Resource,
+        name: str,
+        body: dict[str, Any] | builtins.list[Any],
+        namespace: str | None = None,
+        *,
+        patch_type: PatchType = "merge",
+        subresource: str | None = None,
+        field_manager: str | None = None,
+        force: bool | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Patch with an explicit content type; ``apply`` is server-side apply (needs ``field_manager``)."""
+        content_type = PATCH_CONTENT_TYPES.get(patch_type)
+        if content_type is None:
+            raise ValueError(f"unknown patch_type {patch_type!r}; use one of {sorted(PATCH_CONTENT_TYPES)}")
+        if patch_type == "json" and not isinstance(body, list):
+            raise ValueError("a JSON patch body is a list of operations")
+        if patch_type != "json" and not isinstance(body, dict):
+            raise ValueError(f"a {patch_type} patch body is an object")
+        if patch_type == "apply" and not field_manager:
+            raise ValueError("server-side apply needs a field_manager")
+        if force is not None and patch_type != "apply":
+            raise ValueError("force is only valid for server-side apply")
+        query: dict[str, QueryValue] = {
+            "fieldManager": field_manager,
+            "force": force,
+            "dryRun": "All" if dry_run else None,
+        }
+        path = res.path(self._ns(res, namespace, "patch"), name, subresource)
+        result: dict[str, Any] = await self.request(
+            "PATCH", path, query=query, body=orjson.dumps(body), content_type=content_type
+        )
+        return result
+
+    async def delete(
+        self,
+        res: Resource,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation_policy: Literal["Foreground", "Background", "Orphan"] | None = None,
+        grace_period_seconds: int | None = None,
+        preconditions: dict[str, str] | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """Delete one object; returns the object (if finalizers keep it) or a success ``Status``."""
+        options = _delete_options(propagation_policy, grace_period_seconds, preconditions, dry_run)
+        result: dict[str, Any] = await self.request(
+            "DELETE", res.path(self._ns(res, namespace, "delete"), name), body=options
+        )
+        return result
+
+    async def delete_collection(
+        self,
+        res: Resource,
+        namespace: str | None = None,
+        *,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+        propagation_policy: Literal["Foreground", "Background", "Orphan"] | None = None,
+    ) -> dict[str, Any]:
+        query = {"labelSelector": label_selector or None, "fieldSelector": field_selector or None}
+        options = _delete_options(propagation_policy, None, None, False)
+        result: dict[str, Any] = await self.request("DELETE", res.path(namespace), query=query, body=options)
+        return result
+
+
+def _delete_options(
+    propagation_policy: str | None,
+    grace_period_seconds: int | None,
+    preconditions: dict[str, str] | None,
+    dry_run: bool,
+) -> dict[str, Any]:
+    options: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+    if propagation_policy is not None:
+        options["propagationPolicy"] = propagation_policy
+    if grace_period_seconds is not None:
+        options["gracePeriodSeconds"] = grace_period_seconds
+    if preconditions:
+        options["preconditions"] = preconditions
+    if dry_run:
+        options["dryRun"] = ["All"]
+    return options
+
+
+def _retry_delay(status: int, retry_after_header: str | None) -> float | None:
+    """client-go's ``checkWait``: 429 or 5xx *with* a numeric Retry-After asks us to come back."""
+    if status != 429 and status < 500:
+        return None
+    if not retry_after_header:
+        return None
+    try:
+        return max(0.0, float(retry_after_header.strip()))
+    except ValueError:
+        return None
