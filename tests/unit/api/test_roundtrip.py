@@ -102,7 +102,10 @@ def test_models_build_from_python_names() -> None:
     [
         ({"spec": {"workerGroupSpecs": [{"replicas": "3"}]}}, "spec.workerGroupSpecs.0.replicas"),
         ({"spec": {"suspend": "true"}}, "spec.suspend"),
-        ({"spec": {"headGroupSpec": {"rayStartParams": {"num-cpus": 1}}}}, "spec.headGroupSpec.rayStartParams"),
+        (
+            {"spec": {"headGroupSpec": {"rayStartParams": {"num-cpus": 1}}}},
+            "spec.headGroupSpec.rayStartParams",
+        ),
         ({"spec": {"upgradeStrategy": {"type": "Rolling"}}}, "spec.upgradeStrategy.type"),
         ({"spec": []}, "spec"),
     ],

@@ -1,0 +1,346 @@
+"""The RayClusterSpec rules, shared by RayCluster and by RayService's ``rayClusterConfig``.
+
+Kept apart from ``validation`` so each module has one job: this one knows the cluster spec, the
+other knows objects, metadata and RayService. See ``controllers.api.validation`` for the why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controllers import constants as C
+from controllers.api.errors import FieldError
+from controllers.api.names import label_value_errors, qualified_name_errors
+from controllers.api.podtemplate import containers, pod_spec, ray_container
+from controllers.api.raycluster import RayClusterSpec, WorkerGroupSpec
+
+__all__ = ["is_autoscaling_enabled", "is_autoscaling_v2_enabled", "validate_raycluster_spec"]
+
+_RAY_START_RESOURCE_KEYS = ("num-cpus", "num-gpus", "memory", "resources")
+_MANAGED_BY_VALUES = ("ray.io/kuberay-operator", "kueue.x-k8s.io/multikueue")
+
+
+def is_autoscaling_enabled(spec: RayClusterSpec) -> bool:
+    return bool(spec.enable_in_tree_autoscaling)
+
+
+def _env_value(container: dict[str, Any] | None, name: str) -> str | None:
+    """The literal value of env var ``name`` ("" when it uses valueFrom), or None if absent."""
+    for env in (container or {}).get("env") or []:
+        if isinstance(env, dict) and env.get("name") == name:
+            return str(env.get("value") or "")
+    return None
+
+
+def is_autoscaling_v2_enabled(spec: RayClusterSpec) -> bool:
+    if not is_autoscaling_enabled(spec):
+        return False
+    if spec.autoscaler_options is not None and spec.autoscaler_options.version is not None:
+        return spec.autoscaler_options.version == "v2"
+    head = ray_container(spec.head_group_spec.template if spec.head_group_spec else None)
+    return _env_value(head, C.RAY_ENABLE_AUTOSCALER_V2) in ("1", "true")
+
+
+def _version_tuple(text: str) -> tuple[int, ...] | None:
+    parts = text.strip().lstrip("v").split("-")[0].split("+")[0].split(".")
+    try:
+        return tuple(int(p) for p in parts)
+    except ValueError:
+        return None
+
+
+class _Checker:
+    """Collects errors for one spec; ``path`` is where the spec sits in the object."""
+
+    def __init__(self, spec: RayClusterSpec, annotations: dict[str, str], path: str, owner_kind: str) -> None:
+        self.spec = spec
+        self.annotations = annotations
+        self.path = path
+        self.owner_kind = owner_kind
+        self.errors: list[FieldError] = []
+
+    def add(self, rel: str, message: str) -> None:
+        self.errors.append(FieldError(f"{self.path}.{rel}" if rel else self.path, message, "spec"))
+
+    # ------------------------------------------------------------------------------------ groups
+
+    def group_params(
+        self, rel: str, label: str, params: dict[str, str] | None, resources: Any, labels: Any
+    ) -> None:
+        params = params or {}
+        if any(params.get(k) for k in _RAY_START_RESOURCE_KEYS) and resources:
+            self.add(
+                f"{rel}.resources",
+                f"resource fields should not be set in both rayStartParams and resources for {label} group; "
+                "please use only one",
+            )
+        if "labels" in params:
+            self.add(
+                f"{rel}.rayStartParams",
+                f"rayStartParams['labels'] is not supported for {label} group; please use the top-level "
+                "labels field instead",
+            )
+        for key, value in (labels or {}).items():
+            for msg in qualified_name_errors(key):
+                self.add(f"{rel}.labels", f"invalid label key '{key}': {msg}")
+            for msg in label_value_errors(value):
+                self.add(f"{rel}.labels[{key}]", f"invalid label value '{value}': {msg}")
+
+    def head(self) -> dict[str, Any] | None:
+        head = self.spec.head_group_spec
+        if head is None:
+            self.add("headGroupSpec", "headGroupSpec is required")
+            return None
+        if head.template is None:
+            self.add("headGroupSpec.template", "template is required")
+        elif not containers(head.template):
+            self.add(
+                "headGroupSpec.template.spec.containers", "headGroupSpec should have at least one container"
+            )
+        self.group_params("headGroupSpec", "Head", head.ray_start_params, head.resources, head.labels)
+        return ray_container(head.template)
+
+    def worker(self, i: int, group: WorkerGroupSpec, autoscaling: bool, seen: dict[str, int]) -> None:
+        rel = f"workerGroupSpecs[{i}]"
+        name = group.group_name or ""
+        if not name:
+            self.add(f"{rel}.groupName", "groupName is required")
+        elif name in seen:
+            self.add(
+                f"{rel}.groupName",
+                f"duplicate worker group name {name!r} (also workerGroupSpecs[{seen[name]}])",
+            )
+        else:
+            seen[name] = i
+        if group.template is None:
+            self.add(f"{rel}.template", "template is required")
+        elif not containers(group.template):
+            self.add(f"{rel}.template.spec.containers", "workerGroupSpec should have at least one container")
+        lo, hi = group.min_replicas, group.max_replicas
+        if not autoscaling and (lo is None or hi is None):
+            missing = "minReplicas" if lo is None else "maxReplicas"
+            self.add(
+                f"{rel}.{missing}",
+                f"worker group {name} must set both minReplicas and maxReplicas when autoscaling is disabled",
+            )
+        if lo is not None and lo < 0:
+            self.add(f"{rel}.minReplicas", f"worker group {name} has negative minReplicas {lo}")
+        if hi is not None and hi < 0:
+            self.add(f"{rel}.maxReplicas", f"worker group {name} has negative maxReplicas {hi}")
+        if lo is not None and hi is not None and lo > hi:
+            self.add(
+                f"{rel}.minReplicas",
+                f"worker group {name} has minReplicas {lo} greater than maxReplicas {hi}",
+            )
+        if group.replicas is not None and group.replicas < 0:
+            self.add(f"{rel}.replicas", f"worker group {name} has negative replicas {group.replicas}")
+        if group.num_of_hosts is not None and group.num_of_hosts < 1:
+            self.add(
+                f"{rel}.numOfHosts",
+                f"worker group {name} must have numOfHosts >= 1, got {group.num_of_hosts}",
+            )
+        self.group_params(rel, name, group.ray_start_params, group.resources, group.labels)
+        if group.idle_timeout_seconds is not None:
+            if group.idle_timeout_seconds < 0:
+                self.add(
+                    f"{rel}.idleTimeoutSeconds", f"must be non-negative, got {group.idle_timeout_seconds}"
+                )
+            elif not is_autoscaling_v2_enabled(self.spec):
+                self.add(
+                    f"{rel}.idleTimeoutSeconds",
+                    "idleTimeoutSeconds is set, but autoscaler v2 is not enabled. Please set "
+                    ".spec.autoscalerOptions.version to 'v2'",
+                )
+        if group.suspend and autoscaling:
+            self.add(f"{rel}.suspend", f"worker group {name} cannot be suspended with Autoscaler enabled")
+        if is_autoscaling_v2_enabled(self.spec):
+            policy = pod_spec(group.template).get("restartPolicy")
+            if policy not in (None, "", "Never"):
+                self.add(
+                    f"{rel}.template.spec.restartPolicy",
+                    f"restartPolicy for worker group {name} should be Never or unset when using "
+                    "autoscaler V2",
+                )
+
+    # ------------------------------------------------------------------------------- cluster-wide
+
+    def fault_tolerance(self, head: dict[str, Any] | None) -> None:
+        ft = self.spec.gcs_fault_tolerance_options
+        head_params = (
+            self.spec.head_group_spec.ray_start_params if self.spec.head_group_spec else None
+        ) or {}
+        env_path = "headGroupSpec.template.spec.containers[0].env"
+        if self.annotations.get(C.RAY_FT_ENABLED_ANNOTATION_KEY) and ft is not None:
+            self.add(
+                "gcsFaultToleranceOptions",
+                f"{C.RAY_FT_ENABLED_ANNOTATION_KEY} annotation and gcsFaultToleranceOptions are both set. "
+                "Please use only gcsFaultToleranceOptions to configure GCS fault tolerance",
+            )
+        ft_enabled = ft is not None or self.annotations.get(C.RAY_FT_ENABLED_ANNOTATION_KEY) == "true"
+        if not ft_enabled and _env_value(head, C.RAY_REDIS_ADDRESS) is not None:
+            self.add(
+                env_path,
+                f"{C.RAY_REDIS_ADDRESS} is set which implicitly enables GCS fault tolerance, but "
+                "gcsFaultToleranceOptions is not set. Please set gcsFaultToleranceOptions",
+            )
+        if ft is not None:
+            if head_params.get("redis-password"):
+                self.add(
+                    "headGroupSpec.rayStartParams",
+                    "cannot set `redis-password` in rayStartParams when gcsFaultToleranceOptions is enabled "
+                    "- use gcsFaultToleranceOptions.redisPassword instead",
+                )
+            for env, field in ((C.REDIS_PASSWORD, "redisPassword"), (C.RAY_REDIS_ADDRESS, "redisAddress")):
+                if _env_value(head, env) is not None:
+                    self.add(
+                        env_path,
+                        f"cannot set `{env}` env var in head Pod when gcsFaultToleranceOptions is enabled "
+                        f"- use gcsFaultToleranceOptions.{field} instead",
+                    )
+            if self.annotations.get(C.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY):
+                self.add(
+                    "gcsFaultToleranceOptions",
+                    f"cannot set `{C.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY}` annotation when "
+                    "gcsFaultToleranceOptions is enabled - use externalStorageNamespace instead",
+                )
+            if ft.backend == "rocksdb":
+                self.add(
+                    "gcsFaultToleranceOptions.backend",
+                    "the embedded RocksDB backend is not supported by kuberay-py (KubeRay gates it behind "
+                    "GCSFaultToleranceEmbeddedStorage); use 'redis'",
+                )
+            elif ft.storage is not None:
+                self.add(
+                    "gcsFaultToleranceOptions.storage",
+                    "cannot set storage when backend is 'redis' - it only applies to the 'rocksdb' backend",
+                )
+        if head_params.get("redis-username") or _env_value(head, C.REDIS_USERNAME) is not None:
+            self.add(
+                "headGroupSpec.rayStartParams",
+                "cannot set redis username in rayStartParams or environment variables - use "
+                "gcsFaultToleranceOptions.redisUsername instead",
+            )
+
+    def autoscaler(self, head: dict[str, Any] | None, autoscaling: bool) -> None:
+        v2_env = _env_value(head, C.RAY_ENABLE_AUTOSCALER_V2)
+        options = self.spec.autoscaler_options
+        if not autoscaling and v2_env in ("1", "true"):
+            self.add(
+                "headGroupSpec.template.spec.containers[0].env",
+                f"environment variable {C.RAY_ENABLE_AUTOSCALER_V2} cannot be set to '{v2_env}' when "
+                "enableInTreeAutoscaling is false",
+            )
+        if autoscaling and options is not None and options.version is not None and v2_env is not None:
+            self.add(
+                "autoscalerOptions.version",
+                f"both autoscalerOptions.version and head Pod env var {C.RAY_ENABLE_AUTOSCALER_V2} are set, "
+                "please only use the former",
+            )
+        if is_autoscaling_v2_enabled(self.spec) and self.spec.head_group_spec is not None:
+            policy = pod_spec(self.spec.head_group_spec.template).get("restartPolicy")
+            if policy not in (None, "", "Never"):
+                self.add(
+                    "headGroupSpec.template.spec.restartPolicy",
+                    "restartPolicy for head Pod should be Never or unset when using autoscaler V2",
+                )
+        if options is not None:
+            if options.idle_timeout_seconds is not None and options.idle_timeout_seconds < 0:
+                self.add(
+                    "autoscalerOptions.idleTimeoutSeconds",
+                    f"must be non-negative, got {options.idle_timeout_seconds}",
+                )
+            for env in options.env or []:
+                if env.get("name") == C.KUBERAY_GEN_AUTOSCALER_START_CMD:
+                    self.add(
+                        "autoscalerOptions.env",
+                        f"must not contain {C.KUBERAY_GEN_AUTOSCALER_START_CMD}: "
+                        "it is managed by the operator",
+                    )
+
+    def auth(self) -> None:
+        auth = self.spec.auth_options
+        if auth is None:
+            return
+        if auth.mode == "token":
+            version = _version_tuple(self.spec.ray_version or "")
+            if not self.spec.ray_version:
+                self.add(
+                    "rayVersion", "authOptions.mode is 'token' but rayVersion is not set (needs >= 2.52.0)"
+                )
+            elif version is None:
+                self.add(
+                    "rayVersion",
+                    f"authOptions.mode is 'token' but rayVersion {self.spec.ray_version!r} is invalid",
+                )
+            elif version < (2, 52, 0):
+                self.add(
+                    "rayVersion",
+                    "authOptions.mode is 'token' but minimum Ray version is 2.52.0, "
+                    f"got {self.spec.ray_version}",
+                )
+            if auth.enable_k8s_token_auth:
+                if version is not None and version < (2, 55, 0):
+                    self.add(
+                        "authOptions.enableK8sTokenAuth",
+                        f"needs Ray >= 2.55.0, got {self.spec.ray_version}",
+                    )
+                if auth.secret_name:
+                    self.add("authOptions.secretName", "cannot be set together with enableK8sTokenAuth")
+        elif auth.enable_k8s_token_auth:
+            self.add("authOptions.enableK8sTokenAuth", "is enabled but authOptions.mode is not 'token'")
+
+    def unsupported(self) -> None:
+        for field, value, gate in (
+            ("historyServerOptions", self.spec.history_server_options, "RayClusterHistoryServer"),
+            ("networkPolicy", self.spec.network_policy, "RayClusterNetworkPolicy"),
+            ("tlsOptions", self.spec.tls_options, "RayClusterMTLS"),
+        ):
+            if value is not None:
+                self.add(
+                    field, f"is not supported by kuberay-py (KubeRay gates it behind {gate}, off by default)"
+                )
+
+    def upgrade_and_ownership(self, labels: dict[str, str]) -> None:
+        strategy = self.spec.upgrade_strategy
+        if strategy is not None and strategy.type is not None:
+            if strategy.type not in ("Recreate", "None"):
+                self.add(
+                    "upgradeStrategy.type",
+                    f"value {strategy.type} is invalid, valid options are Recreate or None",
+                )
+            creator = labels.get(C.RAY_ORIGINATED_FROM_CRD_LABEL_KEY)
+            if self.owner_kind == "RayService" or creator in (C.CRD_RAYSERVICE, C.CRD_RAYJOB):
+                self.add(
+                    "upgradeStrategy",
+                    "upgradeStrategy cannot be set when RayCluster is created by "
+                    f"{creator or self.owner_kind}",
+                )
+        if self.spec.managed_by is not None and self.spec.managed_by not in _MANAGED_BY_VALUES:
+            self.add("managedBy", f"must be either {_MANAGED_BY_VALUES[0]!r} or {_MANAGED_BY_VALUES[1]!r}")
+
+
+def validate_raycluster_spec(
+    spec: RayClusterSpec,
+    annotations: dict[str, str] | None = None,
+    *,
+    path: str = "spec",
+    labels: dict[str, str] | None = None,
+    owner_kind: str = "RayCluster",
+) -> list[FieldError]:
+    """Every rule KubeRay applies to a RayClusterSpec; ``path`` prefixes each error path.
+
+    ``annotations``/``labels`` are the owning object's (the FT annotation and the creator label
+    change what is allowed); ``owner_kind`` is "RayService" when this is a ``rayClusterConfig``.
+    """
+    check = _Checker(spec, annotations or {}, path, owner_kind)
+    autoscaling = is_autoscaling_enabled(spec)
+    head = check.head()
+    seen: dict[str, int] = {}
+    for i, group in enumerate(spec.worker_group_specs or []):
+        check.worker(i, group, autoscaling, seen)
+    check.fault_tolerance(head)
+    check.autoscaler(head, autoscaling)
+    check.auth()
+    check.unsupported()
+    check.upgrade_and_ownership(labels or {})
+    return check.errors
