@@ -1,0 +1,95 @@
+"""The RayCluster a RayService owns: its name, labels, annotations and spec (pure builders).
+
+The child cluster carries everything the upgrade rules need to be re-derived from the API alone
+after an operator restart: the spec hash and the worker-group count (annotations), the
+originating RayService (labels) and an owner reference for garbage collection and ``owns()``.
+"""
+
+from __future__ import annotations
+
+import copy
+import secrets
+import string
+from typing import Any
+
+from controllers import constants as c
+from controllers.api.rayservice import ServeConfigError, parse_serve_config
+from controllers.raycluster.common import controller_ref
+from controllers.rayservice.hashing import spec_hash
+
+__all__ = [
+    "DELETION_DEADLINE_ANNOTATION_KEY",
+    "build_ray_cluster",
+    "cluster_spec_of",
+    "generate_cluster_name",
+    "owned_cluster_labels",
+    "proxy_location",
+]
+
+# kuberay-py only: when a dangling cluster of a RayService may be deleted (RFC 3339, UTC). Kept on
+# the RayCluster itself so the deadline survives an operator restart (KubeRay keeps it in memory).
+DELETION_DEADLINE_ANNOTATION_KEY = "ray.io/rayservice-deletion-deadline"
+
+_ALPHABET = string.ascii_lowercase + string.digits
+
+
+def generate_cluster_name(rayservice_name: str) -> str:
+    """``<svc>-<5 random lowercase alphanumerics>`` (KubeRay's GenerateRayClusterName)."""
+    return f"{rayservice_name}-{''.join(secrets.choice(_ALPHABET) for _ in range(5))}"
+
+
+def cluster_spec_of(rayservice: dict[str, Any]) -> dict[str, Any]:
+    spec: dict[str, Any] = (rayservice.get("spec") or {}).get("rayClusterConfig") or {}
+    return spec
+
+
+def owned_cluster_labels(rayservice: dict[str, Any]) -> dict[str, str]:
+    """The labels that associate a RayCluster with its RayService (used to list them)."""
+    return {
+        c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: rayservice["metadata"]["name"],
+        c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRD_RAYSERVICE,
+    }
+
+
+def proxy_location(rayservice: dict[str, Any]) -> str | None:
+    """``proxy_location`` from serveConfigV2, if the config parses and sets it."""
+    text = (rayservice.get("spec") or {}).get("serveConfigV2")
+    if not text:
+        return None
+    try:
+        value = parse_serve_config(text).get("proxy_location")
+    except ServeConfigError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def build_ray_cluster(rayservice: dict[str, Any], name: str) -> dict[str, Any]:
+    """The goal RayCluster for ``rayservice`` under ``name`` (KubeRay's constructRayClusterForRayService)."""
+    meta = rayservice["metadata"]
+    cluster_spec = cluster_spec_of(rayservice)
+    labels = dict(meta.get("labels") or {})
+    labels.update(owned_cluster_labels(rayservice))
+    annotations = dict(meta.get("annotations") or {})
+    annotations[c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY] = spec_hash(cluster_spec)
+    annotations[c.NUM_WORKER_GROUPS_KEY] = str(len(cluster_spec.get("workerGroupSpecs") or []))
+    annotations[c.KUBERAY_VERSION_KEY] = c.KUBERAY_VERSION
+    location = proxy_location(rayservice)
+    if location:
+        annotations[c.SERVE_PROXY_LOCATION_ANNOTATION_KEY] = location
+    owner = {
+        "apiVersion": rayservice.get("apiVersion") or "ray.io/v1",
+        "kind": "RayService",
+        "metadata": meta,
+    }
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {
+            "name": name,
+            "namespace": meta["namespace"],
+            "labels": labels,
+            "annotations": annotations,
+            "ownerReferences": [controller_ref(owner)],
+        },
+        "spec": copy.deepcopy(cluster_spec),
+    }

@@ -1,0 +1,170 @@
+"""RayService status as pure functions: endpoints, conditions, and "did anything change?".
+
+Status is written only when :func:`status_differs` says so (KubeRay's
+InconsistentRayServiceStatuses): ``lastUpdateTime`` and the copied ``rayClusterStatus`` never
+trigger a write by themselves, so a steady RayService costs no API writes however often it is
+reconciled.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from controllers import constants as c
+
+__all__ = [
+    "calculate_conditions",
+    "find_condition",
+    "is_condition_true",
+    "ready_endpoint_pod_uids",
+    "rfc3339",
+    "set_condition",
+    "status_differs",
+]
+
+
+def rfc3339(ts: datetime) -> str:
+    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def ready_endpoint_pod_uids(endpoint_slices: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """Ready endpoints by Pod UID (dual-stack slices list a Pod twice) -> the Pod's name."""
+    ready: dict[str, str] = {}
+    for endpoint_slice in endpoint_slices:
+        for endpoint in endpoint_slice.get("endpoints") or []:
+            if (endpoint.get("conditions") or {}).get("ready") is not True:
+                continue
+            ref = endpoint.get("targetRef") or {}
+            uid = ref.get("uid")
+            if uid:
+                ready[str(uid)] = str(ref.get("name", ""))
+    return ready
+
+
+def find_condition(conditions: list[dict[str, Any]] | None, type_: str) -> dict[str, Any] | None:
+    for cond in conditions or []:
+        if cond.get("type") == type_:
+            return cond
+    return None
+
+
+def is_condition_true(conditions: list[dict[str, Any]] | None, type_: str) -> bool:
+    cond = find_condition(conditions, type_)
+    return cond is not None and cond.get("status") == "True"
+
+
+def set_condition(
+    conditions: list[dict[str, Any]],
+    type_: str,
+    status: str,
+    reason: str,
+    message: str,
+    *,
+    observed_generation: int,
+    now: datetime,
+) -> None:
+    """apimachinery's meta.SetStatusCondition: lastTransitionTime moves only when status changes."""
+    existing = find_condition(conditions, type_)
+    if existing is None:
+        conditions.append(
+            {
+                "type": type_,
+                "status": status,
+                "observedGeneration": observed_generation,
+                "lastTransitionTime": rfc3339(now),
+                "reason": reason,
+                "message": message,
+            }
+        )
+        return
+    if existing.get("status") != status:
+        existing["status"] = status
+        existing["lastTransitionTime"] = rfc3339(now)
+    existing["reason"] = reason
+    existing["message"] = message
+    existing["observedGeneration"] = observed_generation
+
+
+def calculate_conditions(status: dict[str, Any], *, generation: int, now: datetime) -> None:
+    """KubeRay's calculateConditions for ``Ready`` and ``UpgradeInProgress`` (mutates ``status``)."""
+    conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
+
+    def put(type_: str, value: str, reason: str, message: str) -> None:
+        set_condition(conditions, type_, value, reason, message, observed_generation=generation, now=now)
+
+    if not conditions:
+        put(c.COND_RAYSERVICE_READY, "False", c.REASON_INITIALIZING, "RayService is initializing")
+        put(c.COND_UPGRADE_IN_PROGRESS, "False", c.REASON_INITIALIZING, "RayService is initializing")
+    if int(status.get("numServeEndpoints") or 0) > 0:
+        put(
+            c.COND_RAYSERVICE_READY,
+            "True",
+            c.REASON_NON_ZERO_SERVE_ENDPOINTS,
+            "Number of serve endpoints is greater than 0",
+        )
+    elif is_condition_true(conditions, c.COND_RAYSERVICE_READY):
+        put(
+            c.COND_RAYSERVICE_READY,
+            "False",
+            c.REASON_ZERO_SERVE_ENDPOINTS,
+            "Number of serve endpoints dropped to 0",
+        )
+    else:
+        ready = find_condition(conditions, c.COND_RAYSERVICE_READY)
+        if ready is not None and ready.get("reason") == c.REASON_VALIDATION_FAILED:
+            # The spec is valid again (we got here): go back to Initializing until endpoints appear.
+            put(c.COND_RAYSERVICE_READY, "False", c.REASON_INITIALIZING, "RayService is initializing")
+    active = (status.get("activeServiceStatus") or {}).get("rayClusterName")
+    pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+    if active and pending:
+        put(
+            c.COND_UPGRADE_IN_PROGRESS,
+            "True",
+            c.REASON_BOTH_ACTIVE_PENDING_CLUSTERS_EXIST,
+            "Both active and pending Ray clusters exist",
+        )
+    elif active:
+        put(
+            c.COND_UPGRADE_IN_PROGRESS,
+            "False",
+            c.REASON_NO_PENDING_CLUSTER,
+            "Active Ray cluster exists and no pending Ray cluster",
+        )
+    else:
+        cond = find_condition(conditions, c.COND_UPGRADE_IN_PROGRESS)
+        if cond is None or cond.get("reason") not in (c.REASON_INITIALIZING, c.REASON_INITIALIZING_TIMEOUT):
+            put(
+                c.COND_UPGRADE_IN_PROGRESS,
+                "Unknown",
+                c.REASON_NO_ACTIVE_CLUSTER,
+                "No active Ray cluster exists, and the RayService is not initializing",
+            )
+    status["serviceStatus"] = (
+        c.SERVICE_STATUS_RUNNING if is_condition_true(conditions, c.COND_RAYSERVICE_READY) else ""
+    )
+
+
+def _comparable(status: dict[str, Any] | None) -> dict[str, Any]:
+    out = copy.deepcopy(status or {})
+    out.pop("lastUpdateTime", None)
+    for key in ("activeServiceStatus", "pendingServiceStatus"):
+        sub = out.get(key)
+        if isinstance(sub, dict):
+            sub.pop("rayClusterStatus", None)
+            for drop in [k for k, v in sub.items() if v in (None, "", {}, [])]:
+                del sub[drop]
+            if not sub:
+                del out[key]
+    for cond in out.get("conditions") or []:
+        cond.pop("lastTransitionTime", None)  # moves only with status, which is compared
+    for drop in [k for k, v in out.items() if v in (None, "", {}, [])]:
+        del out[drop]
+    return out
+
+
+def status_differs(old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:
+    """Whether a status write is due: anything but lastUpdateTime and the copied cluster status."""
+    return _comparable(old) != _comparable(new)
