@@ -1,0 +1,442 @@
+"""A kubelet (and a one-node scheduler) for the cluster simulator.
+
+It binds every unscheduled Pod to the simulator's node through ``pods/binding`` as kube-scheduler
+does, gives it an address on 127.0.0.0/8, starts its "containers" through the
+:class:`~kuberay_py.envtest.sim.runtime.PodRuntime`, and then runs its startup, readiness and
+liveness probes for real against that address, reporting the results in the Pod's status exactly
+where the real kubelet does (container ``ready``/``started``, ``restartCount``, the ``Ready`` and
+``ContainersReady`` conditions). A liveness failure restarts the container; a Pod that gets a
+``deletionTimestamp`` is stopped and removed with ``gracePeriodSeconds=0``, which is the kubelet's
+half of graceful deletion.
+
+Probe loops sleep on the injected clock, and periods are multiplied by ``probe_period_scale`` so
+tests can run a 5 s probe in 50 ms, or step it exactly with a FakeClock and
+:meth:`Kubelet.probe_rounds` / :meth:`Kubelet.wait_for_probe_rounds`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections import defaultdict
+from typing import Any
+
+import aiohttp
+
+from kuberay_py.client import ApiError, Client, Conflict, NotFound, resources
+from kuberay_py.clock import Clock
+from kuberay_py.envtest.sim.addresses import AddressAllocator
+from kuberay_py.envtest.sim.podstatus import ContainerState, build_status
+from kuberay_py.envtest.sim.prober import ProbeKind, ProbeState, ProbeTiming
+from kuberay_py.envtest.sim.probes import run_probe
+from kuberay_py.envtest.sim.runtime import PodRuntime
+from kuberay_py.log import get_logger
+
+__all__ = ["Kubelet"]
+
+log = get_logger("kuberay_py.envtest.sim.kubelet")
+
+_TERMINAL = ("Succeeded", "Failed")
+
+
+def rfc3339(clock: Clock) -> str:
+    return clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class Kubelet:
+    """Runs every Pod bound (or bindable) to ``node_name``; fed Pod events through EventHandler methods."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        clock: Clock,
+        pod_runtime: PodRuntime | None = None,
+        probe_period_scale: float = 1.0,
+        node_name: str = "sim-node",
+        host_ip: str = "127.0.0.1",
+        addresses: AddressAllocator | None = None,
+    ) -> None:
+        if probe_period_scale <= 0:
+            raise ValueError("probe_period_scale must be > 0")
+        self.client = client
+        self.clock = clock
+        self.runtime = pod_runtime
+        self.scale = probe_period_scale
+        self.node_name = node_name
+        self.host_ip = host_ip
+        self.addresses = addresses or AddressAllocator()
+        self._workers: dict[str, _PodWorker] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._rounds: dict[tuple[str, str, str, str], int] = defaultdict(int)
+        self._round_waiters: list[tuple[tuple[str, str, str, str | None], int, asyncio.Future[None]]] = []
+        self._session: aiohttp.ClientSession | None = None
+        self._binding_supported = True
+
+    # -- EventHandler -------------------------------------------------------------------------
+    def on_add(self, obj: dict[str, Any], is_initial: bool) -> None:
+        self._dispatch(obj)
+
+    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
+        self._dispatch(new)
+
+    def on_delete(self, obj: dict[str, Any]) -> None:
+        worker = self._workers.pop(obj.get("metadata", {}).get("uid", ""), None)
+        if worker is not None:
+            worker.removed()
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            # The kubelet opens a new connection for every probe (no keep-alive), so a stopped
+            # listener is noticed at once instead of through a stale pooled connection.
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True, limit=0))
+        return self._session
+
+    async def run(self) -> None:
+        """Keeps the workers alive; on cancellation stops every Pod's runtime."""
+        try:
+            await asyncio.Event().wait()
+        finally:
+            for worker in list(self._workers.values()):
+                worker.removed()
+            if self._tasks:
+                await asyncio.gather(*self._tasks, return_exceptions=True)
+            if self._session is not None:
+                await self._session.close()
+
+    def _spawn(self, coro: Any) -> asyncio.Task[None]:
+        task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._task_done)
+        return task
+
+    def _task_done(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("kubelet task failed", exc_info=task.exception())
+
+    def _dispatch(self, pod: dict[str, Any]) -> None:
+        meta = pod.get("metadata") or {}
+        uid = meta.get("uid", "")
+        spec = pod.get("spec") or {}
+        node = spec.get("nodeName")
+        worker = self._workers.get(uid)
+        if worker is not None:
+            worker.update(pod)
+            return
+        if node and node != self.node_name:
+            return
+        if not node and spec.get("schedulerName", "default-scheduler") != "default-scheduler":
+            return
+        if (pod.get("status") or {}).get("phase") in _TERMINAL and not meta.get("deletionTimestamp"):
+            return
+        worker = _PodWorker(self, pod)
+        self._workers[uid] = worker
+        worker.task = self._spawn(worker.run())
+
+    # -- probe round bookkeeping (lets tests step probes deterministically) ----------------------
+    def probe_rounds(self, namespace: str, name: str, kind: ProbeKind, container: str | None = None) -> int:
+        """How many probe attempts of ``kind`` have completed (and been reported) for the Pod."""
+        return sum(
+            n
+            for (ns, nm, c, k), n in self._rounds.items()
+            if ns == namespace and nm == name and k == kind and (container is None or c == container)
+        )
+
+    async def wait_for_probe_rounds(
+        self, namespace: str, name: str, kind: ProbeKind, count: int, container: str | None = None
+    ) -> None:
+        if self.probe_rounds(namespace, name, kind, container) >= count:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._round_waiters.append(((namespace, name, kind, container), count, fut))
+        await fut
+
+    def _round_done(self, namespace: str, name: str, container: str, kind: str) -> None:
+        self._rounds[(namespace, name, container, kind)] += 1
+        still: list[tuple[tuple[str, str, str, str | None], int, asyncio.Future[None]]] = []
+        for key, count, fut in self._round_waiters:
+            ns, nm, k, c = key
+            if fut.done():
+                continue
+            if self.probe_rounds(ns, nm, k, c) >= count:  # type: ignore[arg-type]
+                fut.set_result(None)
+            else:
+                still.append((key, count, fut))
+        self._round_waiters = still
+
+
+class _PodWorker:
+    """One Pod's life on the node, like the kubelet's pod worker goroutine."""
+
+    def __init__(self, kubelet: Kubelet, pod: dict[str, Any]) -> None:
+        self.k = kubelet
+        self.pod = pod
+        meta = pod["metadata"]
+        self.namespace: str = meta.get("namespace", "")
+        self.name: str = meta["name"]
+        self.uid: str = meta.get("uid", "")
+        self.ip = ""
+        self.start_time = ""
+        self.task: asyncio.Task[None] | None = None
+        self.containers: dict[str, ContainerState] = {}
+        self.probe_tasks: dict[str, list[asyncio.Task[None]]] = defaultdict(list)
+        self.runtime_started = False
+        self._deleting = asyncio.Event()
+        self._status_lock = asyncio.Lock()
+        self._gone = False
+
+    def update(self, pod: dict[str, Any]) -> None:
+        self.pod = pod
+        if pod.get("metadata", {}).get("deletionTimestamp"):
+            self._deleting.set()
+
+    def removed(self) -> None:
+        """The Pod is gone from the API: stop everything without further API writes."""
+        self._gone = True
+        if self.task is not None and not self.task.done():
+            self.task.cancel()
+
+    # -- main flow ---------------------------------------------------------------------------
+    async def run(self) -> None:
+        try:
+            if self.pod.get("metadata", {}).get("deletionTimestamp"):
+                self._deleting.set()
+            if not (self.pod.get("spec") or {}).get("nodeName"):
+                if not await self._bind():
+                    return
+            if not self._deleting.is_set():
+                await self._start()
+            await self._deleting.wait()
+            await self._terminate()
+        finally:
+            await self._cleanup()
+
+    async def _bind(self) -> bool:
+        """Schedule the Pod the way kube-scheduler does: POST pods/<name>/binding."""
+        body = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": self.name, "namespace": self.namespace, "uid": self.uid},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": self.k.node_name},
+        }
+        client = self.k.client
+        try:
+            if self.k._binding_supported:
+                try:
+                    await client.request(
+                        "POST", resources.PODS.path(self.namespace, self.name, "binding"), body=body
+                    )
+                    return True
+                except ApiError as exc:
+                    if exc.status not in (404, 405):
+                        raise
+                    # 404 is either "no such Pod" or "no binding subresource": the GET tells which.
+                    await client.get(resources.PODS, self.name, self.namespace)
+                    log.info("API server has no pods/binding; setting spec.nodeName instead")
+                    self.k._binding_supported = False
+            await client.patch(
+                resources.PODS, self.name, {"spec": {"nodeName": self.k.node_name}}, self.namespace
+            )
+            return True
+        except NotFound:
+            return False
+        except Conflict:
+            # Already bound (by us before a restart, or by someone else): take it only if ours.
+            try:
+                fresh = await client.get(resources.PODS, self.name, self.namespace)
+            except NotFound:
+                return False
+            self.pod = fresh
+            return bool((fresh.get("spec") or {}).get("nodeName") == self.k.node_name)
+
+    async def _start(self) -> None:
+        status = self.pod.get("status") or {}
+        old_ip = status.get("podIP")
+        if old_ip and self.k.addresses.reserve(old_ip):
+            self.ip = old_ip  # the simulator restarted: keep the Pod's address
+        else:
+            self.ip = self.k.addresses.allocate()
+        now = rfc3339(self.k.clock)
+        self.start_time = status.get("startTime") or now
+        spec = self.pod.get("spec") or {}
+        error = ""
+        if self.k.runtime is not None:
+            try:
+                await self.k.runtime.start(self.pod, self.ip)
+                self.runtime_started = True
+            except Exception as exc:
+                log.warning(
+                    "pod runtime failed to start", pod=f"{self.namespace}/{self.name}", error=str(exc)
+                )
+                error = str(exc) or type(exc).__name__
+        for c in spec.get("containers") or []:
+            cs = ContainerState(
+                name=c.get("name", ""),
+                image=c.get("image", ""),
+                started_at=now,
+                started="startupProbe" not in c,
+                ready=not any(k in c for k in ("readinessProbe", "startupProbe")),
+            )
+            if error:
+                cs.waiting_reason, cs.waiting_message = "CreateContainerError", error
+            self.containers[cs.name] = cs
+        await self.write_status()
+        if not error:
+            for c in spec.get("containers") or []:
+                self._start_probes(c)
+
+    def _start_probes(self, container: dict[str, Any]) -> None:
+        name = container.get("name", "")
+        if "startupProbe" in container and not self.containers[name].started:
+            self.probe_tasks[name].append(self.k._spawn(self._probe_loop(container, "startup")))
+            return
+        kinds: tuple[ProbeKind, ...] = ("readiness", "liveness")
+        for kind in kinds:
+            if f"{kind}Probe" in container:
+                self.probe_tasks[name].append(self.k._spawn(self._probe_loop(container, kind)))
+
+    async def _probe_loop(self, container: dict[str, Any], kind: ProbeKind) -> None:
+        probe = container[f"{kind}Probe"]
+        timing = ProbeTiming.of(probe)
+        state = ProbeState(kind, timing)
+        cs = self.containers[container.get("name", "")]
+        await self.k.clock.sleep(timing.initial_delay * self.k.scale)
+        while True:
+            outcome = await run_probe(probe, container, self.ip, self.k.session)
+            changed = state.observe(outcome.success)
+            if not outcome.success:
+                log.debug(
+                    "probe failed",
+                    pod=f"{self.namespace}/{self.name}",
+                    container=cs.name,
+                    probe=kind,
+                    output=outcome.message,
+                )
+            if changed and kind == "readiness":
+                cs.ready = bool(state.result)
+                await self.write_status()
+            elif changed and kind == "startup" and state.result:
+                cs.started = True
+                if "readinessProbe" not in container:
+                    cs.ready = True
+                await self.write_status()
+                self._round(cs.name, kind)
+                self._start_probes(container)
+                return
+            elif changed and state.result is False and kind in ("liveness", "startup"):
+                self._round(cs.name, kind)
+                self.k._spawn(self._restart_container(container, f"{kind} probe failed: {outcome.message}"))
+                return
+            self._round(cs.name, kind)
+            await self.k.clock.sleep(timing.period * self.k.scale)
+
+    def _round(self, container: str, kind: str) -> None:
+        self.k._round_done(self.namespace, self.name, container, kind)
+
+    async def _restart_container(self, container: dict[str, Any], reason: str) -> None:
+        name = container.get("name", "")
+        cs = self.containers[name]
+        current = asyncio.current_task()
+        for task in self.probe_tasks.pop(name, []):
+            if task is not current:
+                task.cancel()
+        now = rfc3339(self.k.clock)
+        log.info("killing container", pod=f"{self.namespace}/{self.name}", container=name, reason=reason)
+        cs.last_termination = {
+            "exitCode": 137,
+            "reason": "Error",
+            "startedAt": cs.started_at,
+            "finishedAt": now,
+            "containerID": cs.container_id(self.uid),
+        }
+        if self.k.runtime is not None and self.runtime_started:
+            await self.k.runtime.stop(self.pod, self.ip)
+            self.runtime_started = False
+        restart_policy = (self.pod.get("spec") or {}).get("restartPolicy", "Always")
+        if restart_policy == "Never":
+            cs.running, cs.ready, cs.exit_code = False, False, 137
+            await self.write_status()
+            return
+        cs.restart_count += 1
+        cs.started_at = now
+        cs.ready = not any(k in container for k in ("readinessProbe", "startupProbe"))
+        cs.started = "startupProbe" not in container
+        if self.k.runtime is not None:
+            try:
+                await self.k.runtime.start(self.pod, self.ip)
+                self.runtime_started = True
+            except Exception as exc:
+                cs.waiting_reason, cs.waiting_message = "CreateContainerError", str(exc)
+        await self.write_status()
+        if not cs.waiting_reason:
+            self._start_probes(container)
+
+    async def _terminate(self) -> None:
+        """The kubelet's side of graceful deletion: stop the containers, then remove the Pod."""
+        await self._stop_everything()
+        try:
+            await self.k.client.delete(
+                resources.PODS,
+                self.name,
+                self.namespace,
+                grace_period_seconds=0,
+                preconditions={"uid": self.uid},
+            )
+        except (NotFound, Conflict):
+            pass
+
+    async def _stop_everything(self) -> None:
+        for tasks in self.probe_tasks.values():
+            for task in tasks:
+                task.cancel()
+        self.probe_tasks.clear()
+        if self.k.runtime is not None and self.runtime_started:
+            self.runtime_started = False
+            try:
+                await self.k.runtime.stop(self.pod, self.ip)
+            except Exception as exc:
+                log.warning("pod runtime failed to stop", pod=f"{self.namespace}/{self.name}", error=str(exc))
+
+    async def _cleanup(self) -> None:
+        await asyncio.shield(self._stop_everything())
+        if self.ip:
+            self.k.addresses.free(self.ip)
+            self.ip = ""
+        if self.k._workers.get(self.uid) is self:
+            del self.k._workers[self.uid]
+
+    # -- status ------------------------------------------------------------------------------
+    async def write_status(self) -> None:
+        """Write the Pod's status if it differs from what the API has (retrying on conflicts)."""
+        async with self._status_lock:
+            for _ in range(8):
+                if self._gone:
+                    return
+                pod = self.pod
+                new_status = build_status(
+                    pod,
+                    pod_ip=self.ip,
+                    host_ip=self.k.host_ip,
+                    start_time=self.start_time,
+                    containers=list(self.containers.values()),
+                    now=rfc3339(self.k.clock),
+                )
+                if new_status == (pod.get("status") or {}):
+                    return
+                body = copy.deepcopy(pod)
+                body["status"] = new_status
+                body.get("metadata", {}).pop("managedFields", None)
+                try:
+                    self.pod = await self.k.client.update_status(resources.PODS, body)
+                    return
+                except Conflict:
+                    try:
+                        self.pod = await self.k.client.get(resources.PODS, self.name, self.namespace)
+                    except NotFound:
+                        return
+                except NotFound:
+                    return
+            log.warning("giving up writing pod status after conflicts", pod=f"{self.namespace}/{self.name}")

@@ -1,0 +1,133 @@
+"""Running one probe attempt for real against a Pod's address.
+
+The kubelet's rules (``pkg/kubelet/prober``): ``httpGet`` succeeds on a status in [200, 400);
+``tcpSocket`` succeeds when a connection opens; ``exec`` succeeds on exit status 0. Each attempt is
+bounded by ``timeoutSeconds`` (default 1). The exec form is interpreted (see :mod:`.exec_probe`).
+A probe the simulator cannot run (gRPC, an unparseable script, a port name the container does not
+declare) fails with the reason, as the kubelet reports a probe error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+
+from kuberay_py.envtest.sim.exec_probe import ExecParseError, FetchResult, parse_exec_command
+
+__all__ = ["ProbeOutcome", "resolve_port", "run_probe"]
+
+_MAX_BODY = 10 * 1024  # the kubelet reads at most 10 KiB of a probe's response body
+
+
+@dataclass(frozen=True)
+class ProbeOutcome:
+    success: bool
+    message: str = ""
+
+
+def resolve_port(port: Any, container: dict[str, Any]) -> int | None:
+    """An int-or-string port: a number, a numeric string, or the name of one of the container's ports."""
+    if isinstance(port, int):
+        return port
+    if isinstance(port, str):
+        if port.isdigit():
+            return int(port)
+        for p in container.get("ports") or []:
+            if p.get("name") == port:
+                value = p.get("containerPort")
+                return value if isinstance(value, int) else None
+    return None
+
+
+async def fetch(session: aiohttp.ClientSession, url: str, timeout: float) -> FetchResult:
+    """One GET; never raises for network trouble (that is a probe failure, not a bug)."""
+    try:
+        async with asyncio.timeout(timeout):
+            async with session.get(url, allow_redirects=True) as resp:
+                body = await resp.content.read(_MAX_BODY)
+                return FetchResult(resp.status, body)
+    except TimeoutError:
+        return FetchResult(None, error=f"timeout after {timeout:g}s")
+    except (aiohttp.ClientError, OSError) as exc:
+        return FetchResult(None, error=str(exc) or type(exc).__name__)
+
+
+async def run_probe(
+    probe: dict[str, Any], container: dict[str, Any], pod_ip: str, session: aiohttp.ClientSession
+) -> ProbeOutcome:
+    timeout = float(probe.get("timeoutSeconds") or 1)
+    if "httpGet" in probe:
+        return await _http_get(probe["httpGet"], container, pod_ip, session, timeout)
+    if "tcpSocket" in probe:
+        return await _tcp(probe["tcpSocket"], container, pod_ip, timeout)
+    if "exec" in probe:
+        try:
+            script = parse_exec_command(list((probe["exec"] or {}).get("command") or []))
+        except ExecParseError as exc:
+            return ProbeOutcome(False, f"exec probe not interpretable: {exc}")
+
+        async def _fetch(url: str, t: float) -> FetchResult:
+            return await fetch(session, url, t)
+
+        try:
+            async with asyncio.timeout(timeout):
+                status, reason = await script.run(_fetch, pod_ip, timeout)
+        except TimeoutError:
+            return ProbeOutcome(False, f"command timed out after {timeout:g}s")
+        return ProbeOutcome(status == 0, reason if status else "")
+    if "grpc" in probe:
+        return ProbeOutcome(False, "grpc probes are not supported by the simulator")
+    return ProbeOutcome(False, "probe has no handler")
+
+
+async def _http_get(
+    spec: dict[str, Any],
+    container: dict[str, Any],
+    pod_ip: str,
+    session: aiohttp.ClientSession,
+    timeout: float,
+) -> ProbeOutcome:
+    port = resolve_port(spec.get("port"), container)
+    if port is None:
+        return ProbeOutcome(False, f"port {spec.get('port')!r} not found in container ports")
+    scheme = str(spec.get("scheme") or "HTTP").lower()
+    host = spec.get("host") or pod_ip
+    path = spec.get("path") or "/"
+    if not path.startswith("/"):
+        path = "/" + path
+    url = f"{scheme}://{host}:{port}{path}"
+    headers = {h["name"]: h.get("value", "") for h in spec.get("httpHeaders") or [] if h.get("name")}
+    try:
+        async with asyncio.timeout(timeout):
+            async with session.get(url, headers=headers, ssl=False) as resp:
+                await resp.content.read(_MAX_BODY)
+                if 200 <= resp.status < 400:
+                    return ProbeOutcome(True)
+                return ProbeOutcome(False, f"HTTP probe failed with statuscode: {resp.status}")
+    except TimeoutError:
+        return ProbeOutcome(False, f"Get {url}: timeout after {timeout:g}s")
+    except (aiohttp.ClientError, OSError) as exc:
+        return ProbeOutcome(False, f"Get {url}: {exc}")
+
+
+async def _tcp(spec: dict[str, Any], container: dict[str, Any], pod_ip: str, timeout: float) -> ProbeOutcome:
+    port = resolve_port(spec.get("port"), container)
+    if port is None:
+        return ProbeOutcome(False, f"port {spec.get('port')!r} not found in container ports")
+    host = spec.get("host") or pod_ip
+    try:
+        async with asyncio.timeout(timeout):
+            _, writer = await asyncio.open_connection(host, port)
+    except TimeoutError:
+        return ProbeOutcome(False, f"dial tcp {host}:{port}: i/o timeout")
+    except OSError as exc:
+        return ProbeOutcome(False, f"dial tcp {host}:{port}: {exc}")
+    writer.close()
+    try:
+        await writer.wait_closed()
+    except OSError:
+        pass
+    return ProbeOutcome(True)
