@@ -11,6 +11,19 @@ from __future__ import annotations
 
 from typing import Final
 
+from kuberay_py.client.resources import Resource
+
+# --------------------------------------------------------------------------------------------
+# API resources
+# --------------------------------------------------------------------------------------------
+RAYCLUSTERS: Final = Resource("ray.io", "v1", "RayCluster", "rayclusters")
+RAYSERVICES: Final = Resource("ray.io", "v1", "RayService", "rayservices")
+
+# The Pod informer caches only Ray Pods (KubeRay #4761): memory scales with Ray Pods, not the cluster.
+POD_CACHE_SELECTOR: Final = "ray.io/node-type in (head,worker,redis-cleanup)"
+# The Job informer caches only Jobs this operator created (the Redis cleanup Jobs).
+JOB_CACHE_SELECTOR: Final = "app.kubernetes.io/created-by=kuberay-operator"
+
 # --------------------------------------------------------------------------------------------
 # Labels
 # --------------------------------------------------------------------------------------------
