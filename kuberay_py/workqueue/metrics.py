@@ -5,69 +5,124 @@ controller-runtime registers its own copy of client-go's workqueue metrics (labe
 1e-8 … 1e3) rather than component-base's (``name`` only, 1e-6 … 1e3). KubeRay dashboards and
 alerts are written against the controller-runtime flavour, so that is what we expose.
 
-Only named queues report (as in client-go, an unnamed queue has no metrics). Label children are
-resolved once per queue, because ``labels()`` costs more than the increment itself on the hot path.
+Why a custom collector instead of ``prometheus_client.Counter``/``Histogram`` objects: every item
+passes through five metric updates (add, depth up, depth down, queue latency, work duration), and
+prometheus_client's thread-safe values made those updates cost twice as much as the queue itself
+(measured by ``bench/workqueue.py``). The queue runs on one event loop thread, so it updates plain
+numbers and :class:`_WorkqueueCollector` turns them into the same series at scrape time.
+
+Only named queues report (as in client-go, an unnamed queue has no metrics). Queues sharing a name
+share series, as label children do in a Prometheus registry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from bisect import bisect_left
+from collections.abc import Hashable, Iterator
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 from kuberay_py.clock import Clock
 from kuberay_py.metrics import registry
 
-__all__ = ["MAX_PRIORITY_LABELS", "QueueMetrics"]
+__all__ = ["BUCKETS", "MAX_PRIORITY_LABELS", "QueueMetrics"]
 
-_BUCKETS = tuple(10e-9 * 10**i for i in range(12))  # prometheus.ExponentialBuckets(10e-9, 10, 12)
-
-DEPTH = Gauge(
-    "workqueue_depth", "Current depth of workqueue", ["name", "controller", "priority"], registry=registry
-)
-ADDS = Counter(
-    "workqueue_adds", "Total number of adds handled by workqueue", ["name", "controller"], registry=registry
-)
-QUEUE_DURATION = Histogram(
-    "workqueue_queue_duration_seconds",
-    "How long in seconds an item stays in workqueue before being requested",
-    ["name", "controller"],
-    buckets=_BUCKETS,
-    registry=registry,
-)
-WORK_DURATION = Histogram(
-    "workqueue_work_duration_seconds",
-    "How long in seconds processing an item from workqueue takes.",
-    ["name", "controller"],
-    buckets=_BUCKETS,
-    registry=registry,
-)
-UNFINISHED_WORK = Gauge(
-    "workqueue_unfinished_work_seconds",
-    "How many seconds of work has been done that is in progress and hasn't been observed by "
-    "work_duration. Large values indicate stuck threads. One can deduce the number of stuck "
-    "threads by observing the rate at which this increases.",
-    ["name", "controller"],
-    registry=registry,
-)
-LONGEST_RUNNING = Gauge(
-    "workqueue_longest_running_processor_seconds",
-    "How many seconds has the longest running processor for workqueue been running.",
-    ["name", "controller"],
-    registry=registry,
-)
-RETRIES = Counter(
-    "workqueue_retries",
-    "Total number of items added to the workqueue with a non-zero delay "
-    "(rate-limited requeues, explicit RequeueAfter or AddAfter calls)",
-    ["name", "controller"],
-    registry=registry,
-)
+BUCKETS: tuple[float, ...] = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
+"""``prometheus.ExponentialBuckets(10e-9, 10, 12)``."""
+_LE = [floatToGoString(b) for b in BUCKETS] + ["+Inf"]
 
 # controller-runtime caps the distinct priority label values per queue so a caller passing
 # arbitrary ints cannot explode the series count.
 MAX_PRIORITY_LABELS = 25
 _OVERFLOW_LABEL = "exceeded_cardinality_limit"
+
+_HELP = {
+    "depth": "Current depth of workqueue",
+    "adds": "Total number of adds handled by workqueue",
+    "queue": "How long in seconds an item stays in workqueue before being requested",
+    "work": "How long in seconds processing an item from workqueue takes.",
+    "unfinished": "How many seconds of work has been done that is in progress and hasn't been observed by "
+    "work_duration. Large values indicate stuck threads. One can deduce the number of stuck "
+    "threads by observing the rate at which this increases.",
+    "longest": "How many seconds has the longest running processor for workqueue been running.",
+    "retries": "Total number of items added to the workqueue with a non-zero delay "
+    "(rate-limited requeues, explicit RequeueAfter or AddAfter calls)",
+}
+
+
+class _Histogram:
+    __slots__ = ("counts", "total")
+
+    def __init__(self) -> None:
+        self.counts = [0] * (len(BUCKETS) + 1)
+        self.total = 0.0
+
+    def observe(self, value: float) -> None:
+        self.total += value
+        self.counts[bisect_left(BUCKETS, value)] += 1
+
+    def cumulative(self) -> list[tuple[str, float]]:
+        out: list[tuple[str, float]] = []
+        running = 0
+        for le, n in zip(_LE, self.counts, strict=True):
+            running += n
+            out.append((le, float(running)))
+        return out
+
+
+class _Series:
+    """The values behind one queue name's series."""
+
+    __slots__ = ("adds", "depth", "latency", "longest", "retries", "unfinished", "work")
+
+    def __init__(self) -> None:
+        self.adds = 0
+        self.retries = 0
+        self.depth: dict[str, int] = {"0": 0}
+        self.latency = _Histogram()
+        self.work = _Histogram()
+        self.unfinished = 0.0
+        self.longest = 0.0
+
+
+_SERIES: dict[str, _Series] = {}
+
+
+class _WorkqueueCollector(Collector):
+    def describe(self) -> list[Metric]:
+        return self._families()
+
+    def collect(self) -> Iterator[Metric]:
+        depth, adds, queue, work, unfinished, longest, retries = fams = self._families()
+        for name, s in sorted(_SERIES.items()):
+            labels = [name, name]
+            for priority, value in sorted(s.depth.items()):
+                depth.add_metric([*labels, priority], value)
+            adds.add_metric(labels, s.adds)
+            queue.add_metric(labels, s.latency.cumulative(), s.latency.total)
+            work.add_metric(labels, s.work.cumulative(), s.work.total)
+            unfinished.add_metric(labels, s.unfinished)
+            longest.add_metric(labels, s.longest)
+            retries.add_metric(labels, s.retries)
+        yield from fams
+
+    @staticmethod
+    def _families() -> list[Metric]:
+        labels = ["name", "controller"]
+        return [
+            GaugeMetricFamily("workqueue_depth", _HELP["depth"], labels=[*labels, "priority"]),
+            CounterMetricFamily("workqueue_adds", _HELP["adds"], labels=labels),
+            HistogramMetricFamily("workqueue_queue_duration_seconds", _HELP["queue"], labels=labels),
+            HistogramMetricFamily("workqueue_work_duration_seconds", _HELP["work"], labels=labels),
+            GaugeMetricFamily("workqueue_unfinished_work_seconds", _HELP["unfinished"], labels=labels),
+            GaugeMetricFamily("workqueue_longest_running_processor_seconds", _HELP["longest"], labels=labels),
+            CounterMetricFamily("workqueue_retries", _HELP["retries"], labels=labels),
+        ]
+
+
+registry.register(_WorkqueueCollector())
 
 
 class QueueMetrics:
@@ -76,49 +131,50 @@ class QueueMetrics:
     def __init__(self, name: str, clock: Clock) -> None:
         self.name = name
         self._clock = clock
-        self._adds = ADDS.labels(name, name)
-        self._latency = QUEUE_DURATION.labels(name, name)
-        self._work = WORK_DURATION.labels(name, name)
-        self._unfinished = UNFINISHED_WORK.labels(name, name)
-        self._longest = LONGEST_RUNNING.labels(name, name)
-        self._retries = RETRIES.labels(name, name)
-        self._depth: dict[int, Gauge] = {}
+        self._series = _SERIES.setdefault(name, _Series())
+        self._labels: dict[int, str] = {}
         self._add_times: dict[Hashable, float] = {}
         self._start_times: dict[Hashable, float] = {}
-        self.depth(0)  # the series exists (at 0) before the first add, as in controller-runtime
 
-    def depth(self, priority: int) -> Gauge:
-        child = self._depth.get(priority)
-        if child is None:
-            label = str(priority) if len(self._depth) < MAX_PRIORITY_LABELS else _OVERFLOW_LABEL
-            child = self._depth[priority] = DEPTH.labels(self.name, self.name, label)
-        return child
+    def _label(self, priority: int) -> str:
+        label = self._labels.get(priority)
+        if label is None:
+            depth = self._series.depth
+            label = str(priority)
+            if label not in depth and len(depth) >= MAX_PRIORITY_LABELS:
+                label = _OVERFLOW_LABEL
+            depth.setdefault(label, 0)
+            self._labels[priority] = label
+        return label
 
     def add(self, item: Hashable, priority: int) -> None:
-        self._adds.inc()
-        self.depth(priority).inc()
+        s = self._series
+        s.adds += 1
+        s.depth[self._label(priority)] += 1
         if item not in self._add_times:
             self._add_times[item] = self._clock.now()
 
     def reprioritise(self, old: int, new: int) -> None:
-        self.depth(old).dec()
-        self.depth(new).inc()
+        depth = self._series.depth
+        depth[self._label(old)] -= 1
+        depth[self._label(new)] += 1
 
     def get(self, item: Hashable, priority: int) -> None:
         now = self._clock.now()
-        self.depth(priority).dec()
+        s = self._series
+        s.depth[self._label(priority)] -= 1
         self._start_times[item] = now
         added = self._add_times.pop(item, None)
         if added is not None:
-            self._latency.observe(now - added)
+            s.latency.observe(now - added)
 
     def done(self, item: Hashable) -> None:
         started = self._start_times.pop(item, None)
         if started is not None:
-            self._work.observe(self._clock.now() - started)
+            self._series.work.observe(self._clock.now() - started)
 
     def retry(self) -> None:
-        self._retries.inc()
+        self._series.retries += 1
 
     def update_unfinished_work(self) -> None:
         now = self._clock.now()
@@ -128,5 +184,5 @@ class QueueMetrics:
             age = now - started
             total += age
             oldest = max(oldest, age)
-        self._unfinished.set(total)
-        self._longest.set(oldest)
+        self._series.unfinished = total
+        self._series.longest = oldest

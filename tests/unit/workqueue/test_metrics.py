@@ -97,3 +97,25 @@ async def test_unnamed_queue_reports_nothing() -> None:
     q.add("a")
     q.done(await q.get())
     assert workqueue_lines() == before
+
+
+async def test_priority_label_values_are_capped_at_25() -> None:
+    name, _, q = fresh()
+    for p in range(30):
+        q.add(f"item-{p}", priority=p)
+    labels = {
+        line.split('priority="')[1].split('"')[0]
+        for line in exposition().decode().splitlines()
+        if line.startswith("workqueue_depth{") and f'name="{name}"' in line
+    }
+    assert labels == {str(p) for p in range(25)} | {"exceeded_cardinality_limit"}
+    assert value("workqueue_depth", name, priority="exceeded_cardinality_limit") == 5
+
+
+async def test_queues_sharing_a_name_share_series() -> None:
+    name, clock, q1 = fresh()
+    q2: RateLimitingQueue[str] = RateLimitingQueue(name, clock=clock)
+    q1.add("a")
+    q2.add("a")
+    assert value("workqueue_adds_total", name) == 2
+    assert value("workqueue_depth", name, priority="0") == 2
