@@ -1,0 +1,159 @@
+"""GCS fault tolerance on deletion: the Redis cleanup finalizer (KubeRay ``:216-352``).
+
+With a Redis-backed GCS, a deleted cluster's keys would stay in Redis forever. The finalizer
+``ray.io/gcs-ft-redis-cleanup-finalizer`` holds the RayCluster until its Pods are gone and a
+cleanup Job has finished; after ``ray.io/gcs-ft-deletion-timeout`` (default 300 s) the finalizer
+is removed anyway with a ``ForceDeletedStuckCluster`` Warning, so a broken Redis never wedges
+namespace deletion or quota release.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from typing import Any, Protocol
+
+from controllers import constants as C
+from controllers.api.names import parse_go_duration
+from controllers.raycluster import common
+from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.pod import external_storage_namespace
+from controllers.raycluster.redis_cleanup import build_redis_cleanup_job, redis_cleanup_job_name
+from kuberay_py.client import AlreadyExists, ApiError, Client, NotFound
+from kuberay_py.client.resources import JOBS, PODS
+from kuberay_py.clock import Clock
+
+__all__ = ["DEFAULT_FT_DELETION_TIMEOUT", "add_finalizer", "finalize", "needs_finalizer"]
+
+DEFAULT_FT_DELETION_TIMEOUT = 300.0
+
+
+class Recorder(Protocol):
+    def event(self, obj: dict[str, Any], type_: Any, reason: str, message: str) -> None: ...
+
+
+def needs_finalizer(cluster: dict[str, Any], options: RayClusterOptions) -> bool:
+    return options.enable_gcs_ft_redis_cleanup and common.gcs_ft_redis_backend(cluster)
+
+
+async def add_finalizer(client: Client, cluster: dict[str, Any]) -> dict[str, Any]:
+    """Add the finalizer with an optimistic-concurrency update; returns the updated object."""
+    body = copy.deepcopy(cluster)
+    body["metadata"].setdefault("finalizers", []).append(C.GCS_FT_REDIS_CLEANUP_FINALIZER)
+    body.pop("status", None)
+    return await client.update(C.RAYCLUSTERS, body)
+
+
+async def _remove_finalizer(client: Client, cluster: dict[str, Any]) -> None:
+    body = copy.deepcopy(cluster)
+    body["metadata"]["finalizers"] = [
+        f for f in body["metadata"].get("finalizers") or [] if f != C.GCS_FT_REDIS_CLEANUP_FINALIZER
+    ]
+    body.pop("status", None)
+    try:
+        await client.update(C.RAYCLUSTERS, body)
+    except NotFound:
+        return
+
+
+def _timeout(cluster: dict[str, Any]) -> float:
+    raw = str(
+        (cluster["metadata"].get("annotations") or {}).get(C.GCS_FT_DELETION_TIMEOUT_ANNOTATION_KEY, "")
+    ).strip()
+    if not raw:
+        return DEFAULT_FT_DELETION_TIMEOUT
+    try:
+        return float(raw)
+    except ValueError:
+        pass
+    try:
+        return parse_go_duration(raw)
+    except ValueError:
+        return DEFAULT_FT_DELETION_TIMEOUT
+
+
+def _job_finished(job: dict[str, Any]) -> bool:
+    for cond in (job.get("status") or {}).get("conditions") or []:
+        if cond.get("type") in ("Complete", "Failed", "FailureTarget") and cond.get("status") == "True":
+            return True
+    return False
+
+
+async def finalize(
+    client: Client,
+    recorder: Recorder,
+    clock: Clock,
+    options: RayClusterOptions,
+    cluster: dict[str, Any],
+    pods: list[dict[str, Any]],
+) -> float | None:
+    """One step of the deletion flow; returns a requeue delay while work is pending, else None."""
+    if C.GCS_FT_REDIS_CLEANUP_FINALIZER not in (cluster["metadata"].get("finalizers") or []):
+        return None
+    ns, name = cluster["metadata"]["namespace"], cluster["metadata"]["name"]
+    deleted_at = datetime.fromisoformat(str(cluster["metadata"]["deletionTimestamp"]).replace("Z", "+00:00"))
+    elapsed = (clock.utcnow() - deleted_at).total_seconds()
+    timeout = _timeout(cluster)
+    if elapsed >= timeout:
+        storage_ns = external_storage_namespace(cluster)
+        recorder.event(
+            cluster,
+            C.WARNING,
+            C.EVENT_FORCE_DELETED_STUCK_CLUSTER,
+            f"Removed the finalizer {C.GCS_FT_REDIS_CLEANUP_FINALIZER} after {timeout:.0f}s without a "
+            f"finished Redis cleanup; the keys of storage namespace {storage_ns} may need manual cleanup.",
+        )
+        await _remove_finalizer(client, cluster)
+        return None
+    remaining = timeout - elapsed
+    live = [
+        p
+        for p in pods
+        if (p["metadata"].get("labels") or {}).get(C.RAY_NODE_TYPE_LABEL_KEY)
+        in (C.NODE_TYPE_HEAD, C.NODE_TYPE_WORKER)
+    ]
+    if live:
+        for node_type in (C.NODE_TYPE_HEAD, C.NODE_TYPE_WORKER):
+            if any(
+                (p["metadata"].get("labels") or {}).get(C.RAY_NODE_TYPE_LABEL_KEY) == node_type
+                and not p["metadata"].get("deletionTimestamp")
+                for p in live
+            ):
+                await client.delete_collection(
+                    PODS,
+                    ns,
+                    label_selector=f"{C.RAY_CLUSTER_LABEL_KEY}={name},{C.RAY_NODE_TYPE_LABEL_KEY}={node_type}",
+                )
+        if any(
+            (p["metadata"].get("labels") or {}).get(C.RAY_NODE_TYPE_LABEL_KEY) == C.NODE_TYPE_HEAD
+            for p in live
+        ):
+            return min(options.redis_cleanup_poll, remaining)
+    job_name = redis_cleanup_job_name(cluster)
+    try:
+        job = await client.get(JOBS, job_name, ns)
+    except NotFound:
+        try:
+            await client.create(JOBS, build_redis_cleanup_job(cluster, options), ns)
+        except AlreadyExists:
+            pass
+        except ApiError as exc:
+            recorder.event(
+                cluster,
+                C.WARNING,
+                C.EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
+                f"Failed to create Job {ns}/{job_name}: {exc}",
+            )
+            raise
+        else:
+            recorder.event(
+                cluster,
+                C.NORMAL,
+                C.EVENT_CREATED_REDIS_CLEANUP_JOB,
+                f"Created Redis cleanup Job {ns}/{job_name}",
+            )
+        return min(options.redis_cleanup_poll, remaining)
+    if _job_finished(job):
+        await _remove_finalizer(client, cluster)
+        return None
+    return min(options.redis_cleanup_poll, remaining)

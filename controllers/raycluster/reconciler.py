@@ -1,0 +1,234 @@
+"""The RayCluster reconciler: read the cache, write the difference, nothing when nothing changed.
+
+Phases, in order (KubeRay's ``rayClusterReconcile``):
+
+1. load — the RayCluster from the cache; gone means forget its expectations.
+2. skip — ``spec.managedBy`` names another controller (e.g. MultiKueue).
+3. validate — an invalid spec gets a Warning event and ``status.reason``; nothing is deleted and
+   the key is not requeued (a spec change re-triggers it).
+4. finalize — GCS-FT Redis cleanup on deletion, or add the finalizer.
+5. children — autoscaler RBAC, Ingress, Services.
+6. pods — head, worker groups, suspend, behind create/delete expectations.
+7. status — computed from the cache, written only when a compared field differs.
+
+Requeue: watch-driven (owned Pods/Services, RayCluster generation/labels/annotations), plus one
+long resync (default 300 s). Errors requeue rate-limited through the controller. The only short
+requeue is the one that moves a suspend from "Suspending recorded" to "delete the Pods".
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Protocol
+
+from controllers import constants as C
+from controllers.api.validation import validate_raycluster
+from controllers.raycluster import common
+from controllers.raycluster.children import ChildPhase
+from controllers.raycluster.deletion import add_finalizer, finalize, needs_finalizer
+from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.pods import PodPhase, ReplicaFailure
+from controllers.raycluster.status import compute_status, find_condition, status_differs
+from kuberay_py.client import ApiError, Client, Conflict, NotFound, Resource
+from kuberay_py.client.resources import JOBS, PODS, SERVICES
+from kuberay_py.clock import Clock, RealClock
+from kuberay_py.controller import (
+    AnnotationsChanged,
+    Expectations,
+    GenerationChanged,
+    LabelsChanged,
+    Request,
+    Result,
+    or_,
+)
+from kuberay_py.log import get_logger
+
+__all__ = ["CONTROLLER_NAME", "RayClusterReconciler", "cache_selectors", "setup"]
+
+CONTROLLER_NAME = "raycluster-controller"
+log = get_logger("controllers.raycluster")
+
+
+class Recorder(Protocol):
+    def event(self, obj: dict[str, Any], type_: Any, reason: str, message: str) -> None: ...
+
+
+class CacheReader(Protocol):
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any] | None: ...
+
+    def list(
+        self, res: Resource, namespace: str | None = None, *, labels: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]: ...
+
+
+def cache_selectors() -> dict[Resource, str]:
+    """Label selectors for the manager's cache: only Ray Pods and our own Jobs (KubeRay #4761)."""
+    return {PODS: C.POD_CACHE_SELECTOR, JOBS: C.JOB_CACHE_SELECTOR}
+
+
+def _now_iso(clock: Clock) -> str:
+    return clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class RayClusterReconciler:
+    def __init__(
+        self,
+        client: Client,
+        cache: CacheReader,
+        recorder: Recorder,
+        *,
+        clock: Clock | None = None,
+        options: RayClusterOptions | None = None,
+        expectations: Expectations | None = None,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.recorder = recorder
+        self.clock = clock or RealClock()
+        self.options = options or RayClusterOptions()
+        self.expectations = expectations or Expectations(clock=self.clock)
+        self._children = ChildPhase(client, cache, recorder, self.options)
+        self._pods = PodPhase(client, recorder, self.expectations, self.options)
+
+    async def reconcile(self, request: Request) -> Result:
+        cluster = self.cache.get(C.RAYCLUSTERS, request.name, request.namespace)
+        if cluster is None:
+            self.expectations.delete(f"{request.namespace}/{request.name}")
+            return Result()
+        managed_by = common.spec(cluster).get("managedBy")
+        if managed_by and managed_by != "ray.io/kuberay-operator":
+            log.debug("managed by another controller", managed_by=managed_by)
+            return Result()
+        pods = self.cache.list(PODS, request.namespace, labels={C.RAY_CLUSTER_LABEL_KEY: request.name})
+
+        errors = validate_raycluster(cluster)
+        if errors:
+            return await self._invalid(cluster, pods, errors)
+
+        if cluster["metadata"].get("deletionTimestamp"):
+            self._children.forget(cluster["metadata"]["uid"])
+            delay = await finalize(self.client, self.recorder, self.clock, self.options, cluster, pods)
+            return Result(requeue_after=delay) if delay is not None else Result()
+        if needs_finalizer(cluster, self.options) and C.GCS_FT_REDIS_CLEANUP_FINALIZER not in (
+            cluster["metadata"].get("finalizers") or []
+        ):
+            cluster = await add_finalizer(self.client, cluster)
+
+        failure: ReplicaFailure | None = None
+        error: Exception | None = None
+        try:
+            await self._children.reconcile(cluster)
+            await self._pods.reconcile(cluster, pods)
+        except ReplicaFailure as exc:
+            failure, error = exc, exc
+        except ApiError as exc:
+            error = exc
+
+        # Status always reflects what the cache shows, even after a failed phase.
+        head_svc = self.cache.get(SERVICES, common.head_service_name(cluster), request.namespace)
+        new_status = compute_status(
+            cluster,
+            pods,
+            head_svc,
+            now=_now_iso(self.clock),
+            replica_failure=(failure.reason, failure.message) if failure else None,
+            reconcile_failed=error is not None,
+        )
+        suspending_now = self._became_suspending(cluster, new_status)
+        await self._write_status(cluster, new_status)
+        if error is not None:
+            raise error
+        if suspending_now:
+            return Result(requeue=True)
+        return Result(requeue_after=self.options.resync_period)
+
+    @staticmethod
+    def _became_suspending(cluster: dict[str, Any], new_status: dict[str, Any]) -> bool:
+        before = find_condition((cluster.get("status") or {}).get("conditions"), C.COND_RAYCLUSTER_SUSPENDING)
+        after = find_condition(new_status.get("conditions"), C.COND_RAYCLUSTER_SUSPENDING)
+        return (after or {}).get("status") == "True" and (before or {}).get("status") != "True"
+
+    async def _write_status(self, cluster: dict[str, Any], new_status: dict[str, Any]) -> None:
+        if not status_differs(cluster.get("status"), new_status):
+            return
+        new_status["lastUpdateTime"] = _now_iso(self.clock)
+        body = {
+            "apiVersion": C.RAYCLUSTERS.api_version,
+            "kind": C.RAYCLUSTERS.kind,
+            "metadata": copy.deepcopy(cluster["metadata"]),
+            "spec": cluster.get("spec"),
+            "status": new_status,
+        }
+        try:
+            await self.client.update_status(C.RAYCLUSTERS, body)
+        except NotFound:
+            return
+        except Conflict:
+            # Our cached copy is stale: the newer object is on its way through the watch.
+            log.debug("status write conflicted; a newer RayCluster will be reconciled")
+            raise
+
+    async def _invalid(
+        self, cluster: dict[str, Any], pods: list[dict[str, Any]], errors: list[Any]
+    ) -> Result:
+        first = errors[0]
+        reason = {
+            "metadata": C.EVENT_INVALID_RAYCLUSTER_METADATA,
+            "status": C.EVENT_INVALID_RAYCLUSTER_STATUS,
+        }.get(first.category, C.EVENT_INVALID_RAYCLUSTER_SPEC)
+        message = "; ".join(str(e) for e in errors)
+        status = cluster.get("status") or {}
+        if status.get("reason") != message or status.get("observedGeneration") != cluster["metadata"].get(
+            "generation"
+        ):
+            self.recorder.event(cluster, C.WARNING, reason, message)
+            new_status = copy.deepcopy(status)
+            new_status["reason"] = message
+            new_status["observedGeneration"] = cluster["metadata"].get("generation", 0)
+            new_status["lastUpdateTime"] = _now_iso(self.clock)
+            body = {
+                "apiVersion": C.RAYCLUSTERS.api_version,
+                "kind": C.RAYCLUSTERS.kind,
+                "metadata": copy.deepcopy(cluster["metadata"]),
+                "spec": cluster.get("spec"),
+                "status": new_status,
+            }
+            try:
+                await self.client.update_status(C.RAYCLUSTERS, body)
+            except NotFound:
+                pass
+        del pods
+        return Result()
+
+
+def setup(
+    manager: Any,
+    *,
+    max_concurrent_reconciles: int = 1,
+    options: RayClusterOptions | None = None,
+    clock: Clock | None = None,
+) -> RayClusterReconciler:
+    """Register the RayCluster controller with a :class:`kuberay_py.manager.Manager`.
+
+    The manager's cache should be built with :func:`cache_selectors` so only Ray Pods are cached.
+    """
+    opts = options or RayClusterOptions.from_env()
+    expectations = Expectations(clock=clock)
+    reconciler = RayClusterReconciler(
+        manager.client,
+        manager.cache,
+        manager.event_recorder(CONTROLLER_NAME),
+        clock=clock,
+        options=opts,
+        expectations=expectations,
+    )
+    manager.cache.informer_for(PODS).add_event_handler(expectations)
+    (
+        manager.controller(CONTROLLER_NAME)
+        .for_(C.RAYCLUSTERS, predicates=[or_(GenerationChanged(), LabelsChanged(), AnnotationsChanged())])
+        .owns(PODS)
+        .owns(SERVICES)
+        .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
+        .complete(reconciler)
+    )
+    return reconciler

@@ -1,0 +1,118 @@
+"""Which Pods to delete and how many to create, per worker group (pure planning).
+
+Kept apart from the reconciler so the rules are testable without an API server:
+
+* Pods are deleted only when terminal (Failed/Succeeded, or the Ray container terminated under
+  ``restartPolicy: Never``); never for failing probes, which kubelet handles by restarting.
+* ``workersToDelete`` is always honoured, but only for Pods the cache still shows alive, so an
+  uncleared list costs no requests.
+* With autoscaling on, surplus Pods are not deleted at random (the autoscaler chooses).
+* Multi-host replica groups live and die together.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from controllers import constants as C
+from controllers.raycluster import common
+
+__all__ = ["GroupPlan", "plan_group", "should_delete_pod"]
+
+
+def _labels(pod: dict[str, Any]) -> dict[str, str]:
+    return pod["metadata"].get("labels") or {}
+
+
+def should_delete_pod(pod: dict[str, Any]) -> tuple[bool, str]:
+    status = pod.get("status") or {}
+    phase = status.get("phase")
+    name = pod["metadata"].get("name", "")
+    if phase in ("Failed", "Succeeded"):
+        return True, f"The Pod {name} is in the terminal phase {phase}; it will not restart."
+    restart_policy = (pod.get("spec") or {}).get("restartPolicy") or "Always"
+    if phase == "Running" and restart_policy == "Never":
+        containers = (pod.get("spec") or {}).get("containers") or [{}]
+        ray_name = containers[C.RAY_CONTAINER_INDEX].get("name")
+        for cs in status.get("containerStatuses") or []:
+            if cs.get("name") == ray_name and (cs.get("state") or {}).get("terminated"):
+                return True, f"The Ray container of Pod {name} terminated and restartPolicy is Never."
+    return False, ""
+
+
+@dataclass
+class GroupPlan:
+    delete: list[dict[str, Any]] = field(default_factory=list)
+    delete_reasons: dict[str, str] = field(default_factory=dict)
+    create_replicas: int = 0  # replica groups (numOfHosts Pods each) to create
+    surplus_kept: int = 0  # Pods above desired left alone because the autoscaler owns scale-down
+
+
+def _replica_groups(pods: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for pod in pods:
+        key = _labels(pod).get(C.RAY_WORKER_REPLICA_NAME_LABEL_KEY) or pod["metadata"]["name"]
+        groups.setdefault(key, []).append(pod)
+    return groups
+
+
+def plan_group(
+    cluster: dict[str, Any],
+    group: dict[str, Any],
+    pods: list[dict[str, Any]],
+    *,
+    random_delete: bool,
+) -> GroupPlan:
+    """Plan one group from its live (not terminating) Pods."""
+    plan = GroupPlan()
+    hosts = common.num_of_hosts(group)
+    suspended = bool(group.get("suspend"))
+    desired = 0 if suspended else common.desired_replicas(group)
+    if suspended:
+        plan.delete = list(pods)
+        return plan
+    to_delete: dict[str, dict[str, Any]] = {}
+    replicas = _replica_groups(pods)
+    # 1. Terminal Pods (and, for multi-host, their whole replica group).
+    unhealthy = False
+    for key, members in replicas.items():
+        for pod in members:
+            delete, reason = should_delete_pod(pod)
+            if delete:
+                unhealthy = True
+                for member in members:
+                    to_delete[member["metadata"]["name"]] = member
+                    plan.delete_reasons.setdefault(member["metadata"]["name"], reason)
+        if hosts > 1 and len(members) != hosts and key in replicas:
+            for member in members:
+                to_delete[member["metadata"]["name"]] = member
+                plan.delete_reasons.setdefault(
+                    member["metadata"]["name"], f"Replica group {key} is incomplete."
+                )
+    # 2. workersToDelete (a named multi-host Pod takes its replica group along).
+    names = set(((group.get("scaleStrategy") or {}).get("workersToDelete")) or [])
+    for members in replicas.values():
+        if any(m["metadata"]["name"] in names for m in members):
+            for member in members:
+                to_delete[member["metadata"]["name"]] = member
+                plan.delete_reasons.setdefault(member["metadata"]["name"], "Listed in workersToDelete.")
+    plan.delete = list(to_delete.values())
+    if unhealthy:
+        # KubeRay creates nothing in the round that removed unhealthy Pods.
+        return plan
+    remaining = [
+        k for k, members in replicas.items() if not any(m["metadata"]["name"] in to_delete for m in members)
+    ]
+    diff = desired - len(remaining)
+    if diff > 0:
+        plan.create_replicas = diff
+    elif diff < 0:
+        if common.is_autoscaling(cluster) and not random_delete:
+            plan.surplus_kept = -diff * hosts
+        else:
+            for key in remaining[:-diff]:
+                for member in replicas[key]:
+                    plan.delete.append(member)
+                    plan.delete_reasons[member["metadata"]["name"]] = "Scaling down to the desired replicas."
+    return plan
