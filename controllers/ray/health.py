@@ -117,6 +117,10 @@ class HeadProxyHealthChecker:
         self._max_concurrency = max_concurrency
         self.rounds = 0
 
+    def set_targets(self, targets: Callable[[], Iterable[HeadTarget]]) -> None:
+        """What :meth:`run` checks each period (set by whoever knows which heads matter)."""
+        self._targets = targets
+
     # -- reads for reconcilers (no I/O) ------------------------------------------------------
 
     def latest(self, pod_uid: str) -> HealthResult | None:

@@ -1,0 +1,133 @@
+"""Wiring the RayService controller and the head-proxy health checker into a manager.
+
+Watches (besides ``for_(RayService)`` and ``owns`` RayCluster / Service):
+
+* EndpointSlices, mapped through ``kubernetes.io/service-name`` to the RayService owning that
+  Service, so ``numServeEndpoints`` and ``Ready`` follow the serve Service's endpoints;
+* Pods of RayService clusters (head and workers), mapped through ``ray.io/cluster`` to the owning
+  RayService, so a head becoming Ready (submit the config) or a pending cluster's workers becoming
+  Ready (promotion needs ready endpoints) wakes it without polling.
+
+The checker is a leader-only runnable: only the leader probes head proxies, and a result change
+enqueues the owning RayService.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from controllers import constants as c
+from controllers.ray.dashboard import DashboardClientFactory
+from controllers.ray.health import (
+    DEFAULT_CHECK_CONCURRENCY,
+    DEFAULT_CHECK_PERIOD,
+    HeadProxyHealthChecker,
+    HeadTarget,
+    HealthResult,
+)
+from controllers.rayservice import heads
+from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
+from controllers.rayservice.reconciler import SERVICE_NAME_LABEL, RayServiceOptions, RayServiceReconciler
+from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SERVICES
+from kuberay_py.controller import (
+    AnnotationsChanged,
+    Controller,
+    GenerationChanged,
+    LabelsChanged,
+    PredicateFuncs,
+    Request,
+    or_,
+)
+
+if TYPE_CHECKING:
+    from kuberay_py.manager.manager import Manager
+
+__all__ = ["RayServiceController", "setup"]
+
+
+@dataclass
+class RayServiceController:
+    reconciler: RayServiceReconciler
+    controller: Controller
+    checker: HeadProxyHealthChecker
+    dashboards: DashboardClientFactory
+
+
+def setup(
+    manager: Manager,
+    *,
+    dashboard_factory: DashboardClientFactory | None = None,
+    checker: HeadProxyHealthChecker | None = None,
+    options: RayServiceOptions | None = None,
+    max_concurrent_reconciles: int = 4,
+    head_check_concurrency: int = DEFAULT_CHECK_CONCURRENCY,
+    head_check_period: float = DEFAULT_CHECK_PERIOD,
+) -> RayServiceController:
+    cache = manager.cache
+    dashboards = dashboard_factory or DashboardClientFactory()
+    checker = checker or HeadProxyHealthChecker(
+        max_concurrency=head_check_concurrency, period=head_check_period, clock=manager.clock
+    )
+    reconciler = RayServiceReconciler(
+        manager.client,
+        cache,
+        manager.event_recorder("rayservice-controller"),
+        dashboards,
+        checker,
+        clock=manager.clock,
+        options=options,
+    )
+
+    def pod_to_rayservice(pod: Mapping[str, Any]) -> list[Request]:
+        meta = pod.get("metadata") or {}
+        cluster = (meta.get("labels") or {}).get(c.RAY_CLUSTER_LABEL_KEY)
+        if not cluster:
+            return []
+        owner = heads.owning_rayservice(cache, meta["namespace"], cluster)
+        return [Request(meta["namespace"], owner)] if owner else []
+
+    def slice_to_rayservice(endpoint_slice: Mapping[str, Any]) -> list[Request]:
+        meta = endpoint_slice.get("metadata") or {}
+        service_name = (meta.get("labels") or {}).get(SERVICE_NAME_LABEL)
+        if not service_name:
+            return []
+        service = cache.get(SERVICES, service_name, meta["namespace"])
+        for ref in ((service or {}).get("metadata") or {}).get("ownerReferences") or []:
+            if ref.get("controller") and ref.get("kind") == "RayService":
+                return [Request(meta["namespace"], ref["name"])]
+        return []
+
+    primary = or_(
+        GenerationChanged(),
+        LabelsChanged(),
+        AnnotationsChanged(),
+        PredicateFuncs(lambda obj: bool((obj.get("metadata") or {}).get("deletionTimestamp"))),
+    )
+    controller = (
+        manager.controller("rayservice")
+        .for_(RAYSERVICES, predicates=[primary])
+        .owns(RAYCLUSTERS)
+        .owns(SERVICES)
+        .watches(ENDPOINTSLICES, slice_to_rayservice)
+        .watches(PODS, pod_to_rayservice)
+        .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
+        .complete(reconciler)
+    )
+
+    def on_change(target: HeadTarget, result: HealthResult) -> None:
+        namespace, name = target.owner.split("/", 1)
+        controller.enqueue(Request(namespace, name))
+
+    checker.set_targets(lambda: heads.head_targets(cache))
+    checker.on_change = on_change
+
+    async def run_checker() -> None:
+        try:
+            await checker.run()
+        finally:
+            await dashboards.close()
+
+    manager.add_runnable(run_checker, needs_leader_election=True, name="head-proxy-health-checker")
+    return RayServiceController(reconciler, controller, checker, dashboards)
