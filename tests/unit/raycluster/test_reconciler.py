@@ -1,0 +1,320 @@
+"""The reconciler against a recording client and a hand-fed cache.
+
+The cache is fed by the test, so it can be made stale on purpose: that is how the expectations
+guard against double creates is shown (KubeRay #715), and how "a no-op reconcile sends zero
+requests" is counted exactly.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from typing import Any
+
+from controllers import constants as C
+from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.reconciler import RayClusterReconciler
+from kuberay_py.client import NotFound, Resource
+from kuberay_py.client.resources import PODS, SERVICES
+from kuberay_py.clock import FakeClock
+from kuberay_py.controller import Expectations, Request
+from tests.unit.raycluster.test_pod_builder import cluster as make_cluster
+
+
+class FakeCache:
+    def __init__(self) -> None:
+        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
+
+    def put(self, res: Resource, obj: dict[str, Any]) -> None:
+        self.objects[(res.kind, obj["metadata"]["namespace"], obj["metadata"]["name"])] = obj
+
+    def remove(self, res: Resource, ns: str, name: str) -> None:
+        self.objects.pop((res.kind, ns, name), None)
+
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        return self.objects.get((res.kind, namespace or "", name))
+
+    def list(
+        self, res: Resource, namespace: str | None = None, *, labels: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
+        out = []
+        for (kind, ns, _), obj in self.objects.items():
+            if kind != res.kind or (namespace and ns != namespace):
+                continue
+            obj_labels = obj["metadata"].get("labels") or {}
+            if all(obj_labels.get(k) == v for k, v in (labels or {}).items()):
+                out.append(obj)
+        return out
+
+
+class RecordingClient:
+    """Answers like an API server and records every request; never touches the cache."""
+
+    def __init__(self) -> None:
+        self.requests: list[tuple[str, str, str]] = []
+        self.existing: set[tuple[str, str]] = set()
+        self._ids = itertools.count(1)
+
+    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
+        self.requests.append(("get", res.kind, name))
+        if (res.kind, name) not in self.existing:
+            raise NotFound(404, "NotFound", f"{res.kind} {name} not found")
+        return {"metadata": {"name": name, "namespace": namespace}}
+
+    async def create(
+        self, res: Resource, body: dict[str, Any], namespace: str | None = None
+    ) -> dict[str, Any]:
+        obj = copy.deepcopy(body)
+        n = next(self._ids)
+        meta = obj["metadata"]
+        meta.setdefault("name", f"{meta.get('generateName', 'x-')}{n:05d}")
+        meta["uid"] = f"uid-{n}"
+        meta["namespace"] = namespace
+        self.requests.append(("create", res.kind, meta["name"]))
+        self.existing.add((res.kind, meta["name"]))
+        return obj
+
+    async def delete(
+        self, res: Resource, name: str, namespace: str | None = None, **_: Any
+    ) -> dict[str, Any]:
+        self.requests.append(("delete", res.kind, name))
+        return {}
+
+    async def delete_collection(
+        self, res: Resource, namespace: str | None = None, **kw: Any
+    ) -> dict[str, Any]:
+        self.requests.append(("deletecollection", res.kind, kw.get("label_selector", "")))
+        return {}
+
+    async def update_status(self, res: Resource, body: dict[str, Any]) -> dict[str, Any]:
+        self.requests.append(("update_status", res.kind, body["metadata"]["name"]))
+        self.last_status = body["status"]
+        return body
+
+    async def update(self, res: Resource, body: dict[str, Any]) -> dict[str, Any]:
+        self.requests.append(("update", res.kind, body["metadata"]["name"]))
+        return body
+
+
+class Events:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str]] = []
+
+    def event(self, obj: dict[str, Any], type_: Any, reason: str, message: str) -> None:
+        self.events.append((type_, reason, message))
+
+
+def setup_env(cluster: dict[str, Any]) -> tuple[RayClusterReconciler, FakeCache, RecordingClient, Events]:
+    cache, client, events = FakeCache(), RecordingClient(), Events()
+    cache.put(C.RAYCLUSTERS, cluster)
+    clock = FakeClock()
+    reconciler = RayClusterReconciler(
+        client,  # type: ignore[arg-type]
+        cache,
+        events,
+        clock=clock,
+        options=RayClusterOptions(),
+        expectations=Expectations(clock=clock),
+    )
+    return reconciler, cache, client, events
+
+
+def sync_cache_from_creates(cache: FakeCache, client: RecordingClient, created: list[dict[str, Any]]) -> None:
+    for obj in created:
+        cache.put(PODS if obj["kind"] == "Pod" else SERVICES, obj)
+
+
+def running_ready(pod: dict[str, Any], ip: str) -> dict[str, Any]:
+    pod = copy.deepcopy(pod)
+    pod["status"] = {"phase": "Running", "podIP": ip, "conditions": [{"type": "Ready", "status": "True"}]}
+    return pod
+
+
+REQ = Request("ns", "rc")
+
+
+async def test_first_reconcile_creates_service_head_and_workers_then_noop_sends_nothing() -> None:
+    c = make_cluster()
+    c["spec"]["workerGroupSpecs"][0]["replicas"] = 3
+    reconciler, cache, client, events = setup_env(c)
+    created: list[dict[str, Any]] = []
+    real_create = client.create
+
+    async def capture(res: Resource, body: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
+        obj = await real_create(res, body, namespace)
+        created.append(obj)
+        return obj
+
+    client.create = capture  # type: ignore[method-assign]
+    result = await reconciler.reconcile(REQ)
+    kinds = [(verb, kind) for verb, kind, _ in client.requests]
+    assert kinds.count(("create", "Service")) == 1
+    assert kinds.count(("create", "Pod")) == 4
+    assert kinds[-1] == ("update_status", "RayCluster")
+    assert result.requeue_after == 300.0
+    assert [r for _, r, _ in events.events].count("CreatedWorkerPod") == 3
+    assert client.last_status["desiredWorkerReplicas"] == 3
+    assert client.last_status["desiredCPU"] == "5500m"  # 1 (head) + 3 × 1500m (limits stand in for requests)
+    assert client.last_status["desiredMemory"] == "5Gi"  # 2Gi + 3 × 1Gi
+    assert client.last_status["desiredGPU"] == "3"
+
+    # Stale cache: nothing is visible yet. Expectations stop a second round of creates.
+    client.requests.clear()
+    await reconciler.reconcile(REQ)
+    assert [r for r in client.requests if r[0] == "create"] == []
+
+    # The watch delivers everything, Pods become ready; status reaches `ready`.
+    for obj in created:
+        if obj["kind"] == "Pod":
+            reconciler.expectations.on_add(obj, False)
+    sync_cache_from_creates(cache, client, created)
+    for i, pod in enumerate(cache.list(PODS, "ns")):
+        cache.put(PODS, running_ready(pod, f"10.0.0.{i + 1}"))
+    cluster_obj = cache.get(C.RAYCLUSTERS, "rc", "ns")
+    assert cluster_obj is not None
+    cluster_obj["status"] = client.last_status
+    client.requests.clear()
+    await reconciler.reconcile(REQ)
+    assert [r[0] for r in client.requests] == ["update_status"]
+    status = client.last_status
+    assert status["state"] == "ready"
+    assert status["readyWorkerReplicas"] == 3 and status["availableWorkerReplicas"] == 3
+    assert status["head"]["podName"].startswith("rc-head-")
+    assert status["head"]["serviceIP"] == status["head"]["podIP"]  # headless head Service
+    conds = {c["type"]: (c["status"], c["reason"]) for c in status["conditions"]}
+    assert conds["HeadPodReady"] == ("True", "HeadPodRunningAndReady")
+    assert conds["RayClusterProvisioned"] == ("True", "AllPodRunningAndReadyFirstTime")
+
+    # Converged: the next reconcile sends zero requests.
+    cluster_obj["status"] = status
+    client.requests.clear()
+    await reconciler.reconcile(REQ)
+    assert client.requests == []
+
+
+async def test_invalid_spec_warns_sets_reason_and_deletes_nothing() -> None:
+    c = make_cluster()
+    c["spec"]["workerGroupSpecs"][0]["minReplicas"] = 5  # min > max (3)
+    reconciler, cache, client, events = setup_env(c)
+    cache.put(
+        PODS,
+        {
+            "metadata": {
+                "name": "rc-head-x",
+                "namespace": "ns",
+                "uid": "p1",
+                "labels": {"ray.io/cluster": "rc", "ray.io/node-type": "head"},
+            },
+            "status": {"phase": "Failed"},
+        },
+    )
+    result = await reconciler.reconcile(REQ)
+    assert result.requeue_after is None and not result.requeue
+    assert [e[1] for e in events.events] == ["InvalidRayClusterSpec"]
+    assert "minReplicas" in client.last_status["reason"]
+    assert [r[0] for r in client.requests] == ["update_status"]
+    # Same invalid generation again: no event storm, no write.
+    c["status"] = client.last_status
+    client.requests.clear()
+    await reconciler.reconcile(REQ)
+    assert client.requests == [] and len(events.events) == 1
+
+
+async def test_terminal_worker_is_deleted_and_replaced_next_round_but_unready_is_kept() -> None:
+    c = make_cluster()
+    c["spec"]["workerGroupSpecs"][0]["replicas"] = 2
+    reconciler, cache, client, _ = setup_env(c)
+    labels = {"ray.io/cluster": "rc", "ray.io/group": "small", "ray.io/node-type": "worker"}
+    head_labels = {"ray.io/cluster": "rc", "ray.io/group": "headgroup", "ray.io/node-type": "head"}
+    cache.put(PODS, {"metadata": {"name": "h", "namespace": "ns", "uid": "h", "labels": head_labels}})
+    cache.put(
+        PODS,
+        {
+            "metadata": {"name": "w1", "namespace": "ns", "uid": "w1", "labels": labels},
+            "status": {"phase": "Failed"},
+        },
+    )
+    cache.put(
+        PODS,
+        {
+            "metadata": {"name": "w2", "namespace": "ns", "uid": "w2", "labels": labels},
+            "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "False"}]},
+        },
+    )
+    cache.put(
+        SERVICES, {"metadata": {"name": "rc-head-svc", "namespace": "ns"}, "spec": {"clusterIP": "None"}}
+    )
+    await reconciler.reconcile(REQ)
+    pod_writes = [(v, n) for v, k, n in client.requests if k == "Pod"]
+    assert pod_writes == [("delete", "w1")]
+    # Deletion observed; the next round replaces it.
+    reconciler.expectations.on_delete(cache.get(PODS, "w1", "ns") or {})
+    cache.remove(PODS, "ns", "w1")
+    client.requests.clear()
+    await reconciler.reconcile(REQ)
+    assert [(v, k) for v, k, _ in client.requests if k == "Pod"] == [("create", "Pod")]
+
+
+async def test_autoscaler_surplus_is_not_deleted_but_workers_to_delete_is() -> None:
+    c = make_cluster()
+    c["spec"]["enableInTreeAutoscaling"] = True
+    g = c["spec"]["workerGroupSpecs"][0]
+    g["replicas"] = 1
+    reconciler, cache, client, _ = setup_env(c)
+    client.existing |= {("ServiceAccount", "rc"), ("Role", "rc"), ("RoleBinding", "rc")}
+    labels = {"ray.io/cluster": "rc", "ray.io/group": "small", "ray.io/node-type": "worker"}
+    cache.put(
+        PODS,
+        {
+            "metadata": {
+                "name": "h",
+                "namespace": "ns",
+                "uid": "h",
+                "labels": {"ray.io/cluster": "rc", "ray.io/node-type": "head"},
+            }
+        },
+    )
+    for n in ("w1", "w2", "w3"):
+        cache.put(PODS, {"metadata": {"name": n, "namespace": "ns", "uid": n, "labels": labels}})
+    cache.put(SERVICES, {"metadata": {"name": "rc-head-svc", "namespace": "ns"}, "spec": {}})
+    await reconciler.reconcile(REQ)
+    assert [r for r in client.requests if r[1] == "Pod"] == []
+    g["scaleStrategy"] = {"workersToDelete": ["w2", "gone"]}
+    client.requests.clear()
+    await reconciler.reconcile(REQ)
+    assert [(v, n) for v, k, n in client.requests if k == "Pod"] == [("delete", "w2")]
+    # RBAC was checked once and remembered: no GETs on later reconciles.
+    assert [r for r in client.requests if r[0] == "get"] == []
+
+
+async def test_suspend_records_suspending_then_deletes_all_then_suspended() -> None:
+    c = make_cluster()
+    c["spec"]["suspend"] = True
+    reconciler, cache, client, _ = setup_env(c)
+    cache.put(
+        PODS,
+        {
+            "metadata": {
+                "name": "h",
+                "namespace": "ns",
+                "uid": "h",
+                "labels": {"ray.io/cluster": "rc", "ray.io/node-type": "head"},
+            }
+        },
+    )
+    cache.put(SERVICES, {"metadata": {"name": "rc-head-svc", "namespace": "ns"}, "spec": {}})
+    result = await reconciler.reconcile(REQ)
+    assert result.requeue
+    assert [r[0] for r in client.requests] == ["update_status"]
+    c["status"] = client.last_status
+    client.requests.clear()
+    await reconciler.reconcile(REQ)
+    assert ("deletecollection", "Pod", "ray.io/cluster=rc") in client.requests
+    reconciler.expectations.on_delete(cache.get(PODS, "h", "ns") or {})
+    cache.remove(PODS, "ns", "h")
+    client.requests.clear()
+    await reconciler.reconcile(REQ)
+    status = client.last_status
+    conds = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conds["RayClusterSuspended"] == "True" and conds["RayClusterSuspending"] == "False"
+    assert status["state"] == "suspended"
