@@ -31,7 +31,7 @@ __all__ = ["BUCKETS", "MAX_PRIORITY_LABELS", "QueueMetrics"]
 
 BUCKETS: tuple[float, ...] = (1e-8, 1e-7, 1e-6, 1e-5, 1e-4, 1e-3, 1e-2, 1e-1, 1.0, 10.0, 100.0, 1000.0)
 """``prometheus.ExponentialBuckets(10e-9, 10, 12)``."""
-_LE = [floatToGoString(b) for b in BUCKETS] + ["+Inf"]
+_LE = [str(floatToGoString(b)) for b in BUCKETS] + ["+Inf"]  # type: ignore[no-untyped-call]
 
 # controller-runtime caps the distinct priority label values per queue so a caller passing
 # arbitrary ints cannot explode the series count.
@@ -92,10 +92,10 @@ _SERIES: dict[str, _Series] = {}
 
 class _WorkqueueCollector(Collector):
     def describe(self) -> list[Metric]:
-        return self._families()
+        return list(self._families())
 
     def collect(self) -> Iterator[Metric]:
-        depth, adds, queue, work, unfinished, longest, retries = fams = self._families()
+        depth, adds, queue, work, unfinished, longest, retries = self._families()
         for name, s in sorted(_SERIES.items()):
             labels = [name, name]
             for priority, value in sorted(s.depth.items()):
@@ -106,12 +106,15 @@ class _WorkqueueCollector(Collector):
             unfinished.add_metric(labels, s.unfinished)
             longest.add_metric(labels, s.longest)
             retries.add_metric(labels, s.retries)
-        yield from fams
+        yield from (depth, adds, queue, work, unfinished, longest, retries)
 
     @staticmethod
-    def _families() -> list[Metric]:
+    def _families() -> tuple[
+        GaugeMetricFamily, CounterMetricFamily, HistogramMetricFamily, HistogramMetricFamily,
+        GaugeMetricFamily, GaugeMetricFamily, CounterMetricFamily,
+    ]:
         labels = ["name", "controller"]
-        return [
+        return (
             GaugeMetricFamily("workqueue_depth", _HELP["depth"], labels=[*labels, "priority"]),
             CounterMetricFamily("workqueue_adds", _HELP["adds"], labels=labels),
             HistogramMetricFamily("workqueue_queue_duration_seconds", _HELP["queue"], labels=labels),
@@ -119,7 +122,7 @@ class _WorkqueueCollector(Collector):
             GaugeMetricFamily("workqueue_unfinished_work_seconds", _HELP["unfinished"], labels=labels),
             GaugeMetricFamily("workqueue_longest_running_processor_seconds", _HELP["longest"], labels=labels),
             CounterMetricFamily("workqueue_retries", _HELP["retries"], labels=labels),
-        ]
+        )
 
 
 registry.register(_WorkqueueCollector())

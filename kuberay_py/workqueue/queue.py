@@ -115,6 +115,10 @@ class RateLimitingQueue(Generic[T]):
         if delay <= 0:
             self.add(item, priority=priority)
             return
+        try:
+            loop = asyncio.get_running_loop()  # the timer needs one; fail before recording anything
+        except RuntimeError:
+            raise RuntimeError("add_after/add_rate_limited need a running event loop") from None
         if self._metrics is not None:
             self._metrics.retry()
         ready_at = self._clock.now() + delay
@@ -130,7 +134,7 @@ class RateLimitingQueue(Generic[T]):
             self._waiting[item] = [ready_at, priority, ticket]
         heapq.heappush(self._waiting_heap, (ready_at, ticket, item))
         if ready_at < self._timer_deadline:
-            self._arm_timer(ready_at)
+            self._arm_timer(loop, ready_at)
 
     def add_rate_limited(self, item: T, *, priority: int = 0) -> None:
         """Add ``item`` after the rate limiter's delay for it (which counts one more failure)."""
@@ -281,14 +285,10 @@ class RateLimitingQueue(Generic[T]):
             if not fut.done():
                 fut.set_result(None)
 
-    def _arm_timer(self, deadline: float) -> None:
+    def _arm_timer(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
         if self._timer is not None:
             self._timer.cancel()
         self._timer_deadline = deadline
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            raise RuntimeError("add_after/add_rate_limited need a running event loop") from None
         self._timer = loop.create_task(self._waiting_loop(deadline))
 
     async def _waiting_loop(self, deadline: float) -> None:

@@ -311,3 +311,10 @@ async def test_cancelled_getter_does_not_swallow_an_item() -> None:
     await settle()
     assert await second == "a"
     assert first.cancelled()
+
+
+def test_add_after_outside_an_event_loop_fails_before_recording_anything() -> None:
+    q = new_queue()
+    with pytest.raises(RuntimeError, match="running event loop"):
+        q.add_after("a", 1.0)
+    assert q.waiting == 0
