@@ -19,6 +19,7 @@ requeue is the one that moves a suspend from "Suspending recorded" to "delete th
 from __future__ import annotations
 
 import copy
+import dataclasses
 from typing import Any, Protocol
 
 from controllers import constants as C
@@ -206,6 +207,7 @@ def setup(
     *,
     max_concurrent_reconciles: int = 1,
     options: RayClusterOptions | None = None,
+    resync_period: float | None = None,
     clock: Clock | None = None,
 ) -> RayClusterReconciler:
     """Register the RayCluster controller with a :class:`kuberay_py.manager.Manager`.
@@ -213,6 +215,10 @@ def setup(
     The manager's cache should be built with :func:`cache_selectors` so only Ray Pods are cached.
     """
     opts = options or RayClusterOptions.from_env()
+    if resync_period is not None:
+        if resync_period <= 0:
+            raise ValueError(f"resync_period must be > 0, got {resync_period}")
+        opts = dataclasses.replace(opts, resync_period=resync_period)
     expectations = Expectations(clock=clock)
     reconciler = RayClusterReconciler(
         manager.client,
