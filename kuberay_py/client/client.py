@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import builtins
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
 from typing import Any, Literal
 
@@ -300,7 +300,7 @@ class Client:
         field_selector: str | None = None,
         timeout_seconds: int | None = None,
         allow_bookmarks: bool = True,
-    ) -> AsyncIterator[dict[str, Any]]:
+    ) -> AsyncGenerator[dict[str, Any], None]:
         """Yield ``{"type", "object"}`` events until the server ends the watch.
 
         Raises :class:`Gone` on a 410 (as HTTP status or as an ``ERROR`` event), other
