@@ -44,7 +44,11 @@ def _check_predicates(predicates: Sequence[Predicate], where: str) -> tuple[Pred
 
 
 class Builder:
-    """Collects sources and options; :meth:`complete` wires the handlers and returns the controller."""
+    """Collects sources and options; :meth:`complete` declares them on a new controller.
+
+    The informers are requested from the cache at :meth:`complete` (so the manager's cache starts
+    them with everything else); the handlers are attached when the controller runs.
+    """
 
     def __init__(
         self,

@@ -1,10 +1,13 @@
 """The controller: informer events in, one reconcile per key at a time out.
 
 Events from the watched informers are mapped to :class:`Request` keys and added to a
-:class:`~kuberay_py.workqueue.RateLimitingQueue` (handlers are registered when the controller is
-built, so nothing that happens before :meth:`Controller.run` is lost; the queue coalesces it).
-:meth:`Controller.run` waits for those informers to sync (bounded by ``cache_sync_timeout``, two
-minutes by default as in controller-runtime), then runs ``max_concurrent_reconciles`` workers.
+:class:`~kuberay_py.workqueue.RateLimitingQueue`. As in controller-runtime, the handlers are
+attached when the controller starts (:meth:`Controller.run`), not when it is built: a standby
+replica waiting for the leader lease must not fill a queue nobody drains (its ``workqueue_depth``
+would grow and alert). The informer replays the objects it already holds to a newly attached
+handler as initial-list adds, so nothing is missed. :meth:`Controller.run` then waits for those
+informers to sync (bounded by ``cache_sync_timeout``, two minutes by default as in
+controller-runtime) and runs ``max_concurrent_reconciles`` workers.
 The queue guarantees that a key is never held by two workers, so reconcilers need no locking per
 object.
 
@@ -75,7 +78,8 @@ class Controller:
         self.queue: RateLimitingQueue[Request] = RateLimitingQueue(
             name, rate_limiter=rate_limiter, clock=self._clock
         )
-        self._sources: list[tuple[str, InformerLike]] = []
+        self._sources: list[tuple[str, InformerLike, EnqueueHandler]] = []
+        self._sources_started = False
         self._started = False
         self._stopping = False
         m.init_controller_metrics(name, max_concurrent_reconciles)
@@ -95,13 +99,26 @@ class Controller:
         source: str = "",
         map_old_on_update: bool = True,
     ) -> EnqueueHandler:
-        """Register a handler on ``informer`` enqueueing ``mapper(obj)`` for events passing ``predicates``."""
+        """Enqueue ``mapper(obj)`` for ``informer`` events passing ``predicates``.
+
+        The handler is attached to the informer by :meth:`start_sources` (which :meth:`run` calls),
+        or at once if the sources are already started.
+        """
         handler = EnqueueHandler(
             self.name, source, self.queue, mapper, predicates, map_old_on_update=map_old_on_update
         )
-        informer.add_event_handler(handler)
-        self._sources.append((source, informer))
+        self._sources.append((source, informer, handler))
+        if self._sources_started:
+            informer.add_event_handler(handler)
         return handler
+
+    def start_sources(self) -> None:
+        """Attach the event handlers to their informers (idempotent; :meth:`run` does it first)."""
+        if self._sources_started:
+            return
+        self._sources_started = True
+        for _, informer, handler in self._sources:
+            informer.add_event_handler(handler)
 
     def enqueue(self, request: Request, *, after: float | None = None, priority: int = 0) -> None:
         """Ask for a reconcile of ``request`` (now, or ``after`` seconds from now) from outside the sources.
@@ -123,6 +140,7 @@ class Controller:
             raise RuntimeError(f"controller {self.name!r} was already started")
         self._started = True
         try:
+            self.start_sources()
             await self._wait_for_sources()
             if self._stopping:
                 return
@@ -150,7 +168,7 @@ class Controller:
         return self._stopping
 
     async def _wait_for_sources(self) -> None:
-        pending = [(src, inf) for src, inf in self._sources if not inf.has_synced()]
+        pending = [(src, inf) for src, inf, _ in self._sources if not inf.has_synced()]
         if not pending:
             return
 

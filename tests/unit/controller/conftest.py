@@ -22,7 +22,10 @@ class FakeInformer:
             self._synced.set()
 
     def add_event_handler(self, handler: Any) -> None:
+        """Like the real informer: a late handler first gets what the store holds, as initial adds."""
         self.handlers.append(handler)
+        for obj in list(self.objects.values()):
+            handler.on_add(obj, True)
 
     def has_synced(self) -> bool:
         return self._synced.is_set()

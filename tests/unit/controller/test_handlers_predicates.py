@@ -54,6 +54,7 @@ async def drain(queue: Any) -> list[tuple[Request, int]]:
 
 async def test_for_enqueues_the_object_on_add_update_delete(cache: Any) -> None:
     c = Builder("h-for", cache, clock=FakeClock()).for_(RAYCLUSTERS).complete(Noop())
+    c.start_sources()
     inf = cache.informer_for(RAYCLUSTERS)
     inf.add(obj("rc"))
     assert await drain(c.queue) == [(Request("ns", "rc"), 0)]
@@ -65,6 +66,7 @@ async def test_for_enqueues_the_object_on_add_update_delete(cache: Any) -> None:
 
 async def test_initial_list_and_resync_events_queue_behind_live_changes(cache: Any) -> None:
     c = Builder("h-prio", cache, clock=FakeClock()).for_(RAYCLUSTERS).complete(Noop())
+    c.start_sources()
     inf = cache.informer_for(RAYCLUSTERS)
     inf.add(obj("old-1"), is_initial=True)
     inf.add(obj("old-2"), is_initial=True)
@@ -81,6 +83,7 @@ async def test_initial_list_and_resync_events_queue_behind_live_changes(cache: A
 
 async def test_generation_predicate_drops_status_only_updates_passes_create_delete(cache: Any) -> None:
     c = Builder("h-gen", cache).for_(RAYCLUSTERS, predicates=[GenerationChanged()]).complete(Noop())
+    c.start_sources()
     inf = cache.informer_for(RAYCLUSTERS)
     inf.add(obj("rc", generation=1))
     await drain(c.queue)
@@ -96,6 +99,7 @@ async def test_generation_predicate_drops_status_only_updates_passes_create_dele
 async def test_kuberays_primary_predicate_combination(cache: Any) -> None:
     primary = or_(GenerationChanged(), LabelsChanged(), AnnotationsChanged())
     c = Builder("h-kuberay", cache).for_(RAYCLUSTERS, predicates=[primary]).complete(Noop())
+    c.start_sources()
     inf = cache.informer_for(RAYCLUSTERS)
     inf.add(obj("rc", generation=1), is_initial=True)
     await drain(c.queue)
@@ -135,6 +139,7 @@ def test_combinators() -> None:
 
 async def test_owns_enqueues_the_controlling_owner_of_the_for_kind(cache: Any) -> None:
     c = Builder("h-owns", cache).for_(RAYCLUSTERS).owns(PODS).complete(Noop())
+    c.start_sources()
     pods = cache.informer_for(PODS)
     pods.add(obj("p1", ownerReferences=[owner_ref("rc-a")]))
     pods.add(obj("p2", ownerReferences=[owner_ref("rc-b", controller=False)]))  # not the controller
@@ -147,6 +152,7 @@ async def test_owns_enqueues_the_controlling_owner_of_the_for_kind(cache: Any) -
 
 async def test_owns_update_enqueues_old_and_new_owner(cache: Any) -> None:
     c = Builder("h-owns-upd", cache).for_(RAYCLUSTERS).owns(PODS).complete(Noop())
+    c.start_sources()
     pods = cache.informer_for(PODS)
     pods.add(obj("p", ownerReferences=[owner_ref("old")]))
     await drain(c.queue)
@@ -156,12 +162,14 @@ async def test_owns_update_enqueues_old_and_new_owner(cache: Any) -> None:
 
 async def test_owns_can_match_every_owner(cache: Any) -> None:
     c = Builder("h-owns-all", cache).for_(RAYCLUSTERS).owns(PODS, only_controller=False).complete(Noop())
+    c.start_sources()
     cache.informer_for(PODS).add(obj("p", ownerReferences=[owner_ref("a", controller=False)]))
     assert [r for r, _ in await drain(c.queue)] == [Request("ns", "a")]
 
 
 async def test_cluster_scoped_owner_gets_an_empty_namespace(cache: Any) -> None:
     c = Builder("h-cluster", cache).for_(CLUSTERTHINGS).owns(PODS).complete(Noop())
+    c.start_sources()
     ref = owner_ref("t", kind="Thing", api="example.com/v1")
     cache.informer_for(PODS).add(obj("p", ownerReferences=[ref]))
     assert [r for r, _ in await drain(c.queue)] == [Request("", "t")]
@@ -172,6 +180,7 @@ async def test_watches_uses_the_map_function(cache: Any) -> None:
         return [Request("ns", "rc-1"), Request("ns", "rc-2")]
 
     c = Builder("h-watch", cache).for_(RAYCLUSTERS).watches(NODES, every_cluster_on_node).complete(Noop())
+    c.start_sources()
     cache.informer_for(NODES).add(obj("node-1", ns=""))
     assert [r.name for r, _ in await drain(c.queue)] == ["rc-1", "rc-2"]
 
@@ -181,6 +190,7 @@ async def test_failing_map_function_is_logged_and_does_not_break_the_informer(ca
         raise KeyError("spec")
 
     c = Builder("h-broken", cache).for_(RAYCLUSTERS).watches(NODES, broken).complete(Noop())
+    c.start_sources()
     with structlog.testing.capture_logs() as logs:
         cache.informer_for(NODES).add(obj("node-1", ns=""))
     assert len(c.queue) == 0
@@ -208,4 +218,21 @@ def test_builder_rejects_bad_wiring(cache: Any) -> None:
 def test_builder_hands_the_controller_to_on_complete(cache: Any) -> None:
     got = []
     c = Builder("b-cb", cache, on_complete=got.append).for_(RAYCLUSTERS).complete(Noop())
+    c.start_sources()
     assert got == [c]
+
+
+async def test_handlers_attach_only_when_the_controller_starts(cache: Any) -> None:
+    """A standby replica (built, not running) must not fill a queue nobody drains."""
+    c = Builder("h-standby", cache).for_(RAYCLUSTERS).owns(PODS).complete(Noop())
+    inf = cache.informer_for(RAYCLUSTERS)
+    inf.add(obj("rc-1"))
+    cache.informer_for(PODS).add(obj("p", ownerReferences=[owner_ref("rc-1")]))
+    assert len(c.queue) == 0
+    # Starting replays what the informers hold, behind live changes.
+    c.start_sources()
+    inf.add(obj("rc-2"))
+    assert await drain(c.queue) == [(Request("ns", "rc-2"), 0), (Request("ns", "rc-1"), LOW_PRIORITY)]
+    c.start_sources()  # idempotent: no second handler
+    inf.update(obj("rc-2", labels={"x": "y"}))
+    assert await drain(c.queue) == [(Request("ns", "rc-2"), 0)]
