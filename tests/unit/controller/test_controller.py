@@ -307,3 +307,24 @@ def test_controller_is_constructible_without_a_manager() -> None:
     assert metric("controller_runtime_max_concurrent_reconciles", "standalone") == 3
     for result in ("success", "error", "requeue", "requeue_after"):
         assert metric("controller_runtime_reconcile_total", "standalone", result=result) == 0
+
+
+async def test_at_most_max_concurrent_reconciles_run_at_once(cache: Any) -> None:
+    gate = asyncio.Event()
+    running: list[Request] = []
+
+    async def slow(req: Request) -> Result:
+        running.append(req)
+        await gate.wait()
+        return Result()
+
+    c, rec, _, task = await start(cache, slow, workers=2)
+    for name in ("a", "b", "c"):
+        c.enqueue(Request("ns", name))
+    await settle()
+    assert [r.name for r in running] == ["a", "b"]
+    assert metric("controller_runtime_active_workers", c.name) == 2
+    gate.set()
+    await settle(30)
+    assert [r.name for r in rec.calls] == ["a", "b", "c"]
+    await stop(c, task)
