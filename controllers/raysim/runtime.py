@@ -1,0 +1,84 @@
+"""The simulator's PodRuntime for Ray Pods: each head or worker Pod becomes a fake Ray node.
+
+A Pod is a Ray node when it has the ``ray.io/node-type`` (head/worker) and ``ray.io/cluster`` labels
+and a container whose command runs ``ray start``; the node joins the fake cluster named by the
+label in the Pod's namespace. Other Pods run nothing (their probes fail, as they would with no
+process listening). Stopping a Pod stops its node: listeners close, its replicas are lost, and a
+stopped head takes the cluster's Serve state with it (Ray without GCS fault tolerance).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controllers.raysim.apps import AppRegistry, default_registry
+from controllers.raysim.cluster import NodeFaults, RayClusterSim
+from controllers.raysim.node import node_spec_for_pod
+from controllers.raysim.serve_state import Timings
+from kuberay_py.clock import Clock, RealClock
+
+__all__ = ["RayPodRuntime"]
+
+
+class RayPodRuntime:
+    """Implements :class:`kuberay_py.envtest.sim.PodRuntime`."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        timings: Timings | None = None,
+        registry: AppRegistry | None = None,
+        auth_token: str | None = None,
+    ) -> None:
+        self.clock = clock or RealClock()
+        self.timings = timings or Timings()
+        self.registry = registry or default_registry()
+        self.auth_token = auth_token  # used when a Pod asks for token auth via a Secret reference
+        self.clusters: dict[tuple[str, str], RayClusterSim] = {}
+        self._pods: dict[str, tuple[tuple[str, str], str]] = {}  # pod uid -> (cluster key, node id)
+
+    async def start(self, pod: dict[str, Any], ip: str) -> None:
+        spec = node_spec_for_pod(pod, self.auth_token)
+        if spec is None:
+            return
+        key = (spec.namespace, spec.cluster)
+        cluster = self.clusters.get(key)
+        if cluster is None:
+            cluster = RayClusterSim(
+                spec.namespace, spec.cluster, clock=self.clock, timings=self.timings, registry=self.registry
+            )
+            self.clusters[key] = cluster
+        node_id = await cluster.add_node(spec, ip)
+        self._pods[spec.pod_uid] = (key, node_id)
+
+    async def stop(self, pod: dict[str, Any], ip: str) -> None:
+        entry = self._pods.pop(pod.get("metadata", {}).get("uid", ""), None)
+        if entry is None:
+            return
+        key, node_id = entry
+        cluster = self.clusters.get(key)
+        if cluster is None:
+            return
+        await cluster.remove_node(node_id)
+        if not cluster.nodes:
+            del self.clusters[key]
+
+    def cluster(self, namespace: str, name: str) -> RayClusterSim:
+        try:
+            return self.clusters[(namespace, name)]
+        except KeyError:
+            raise KeyError(f"no fake Ray cluster {namespace}/{name} is running") from None
+
+    def faults(self, namespace: str, pod_name: str) -> NodeFaults:
+        """The fault switches of the Ray node running in Pod ``namespace/pod_name``."""
+        for (ns, _), cluster in self.clusters.items():
+            if ns == namespace and cluster.node_for_pod(pod_name) is not None:
+                return cluster.faults(pod_name)
+        raise KeyError(f"no Ray node runs in pod {namespace}/{pod_name}")
+
+    async def close(self) -> None:
+        for cluster in list(self.clusters.values()):
+            await cluster.close()
+        self.clusters.clear()
+        self._pods.clear()
