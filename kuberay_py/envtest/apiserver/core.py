@@ -1,0 +1,361 @@
+"""Create / get / update / patch with kube-apiserver's registry semantics, independent of HTTP.
+
+The rules follow ``k8s.io/apiserver/pkg/registry/generic/registry/store.go`` and the CR strategy
+(``apiextensions-apiserver/pkg/registry/customresource/strategy.go``): server-owned metadata is
+kept, optimistic concurrency on ``metadata.resourceVersion``, ``generation`` bumps on spec changes
+only, the status subresource splits who may write what, and a write that changes nothing is not
+a write (no new resourceVersion, no watch event) -- controllers rely on that to go quiet.
+Every method is synchronous so no other request can interleave between read and write.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from ...clock import Clock, RealClock
+from .errors import Cause, StatusError
+from .meta import format_time, new_uid, random_suffix, spec_changed
+from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from .registry import Registry, ResourceType
+from .store import Storage
+from .validation import forbidden, invalid, validate_metadata
+
+__all__ = ["ApiCore", "KindHooks"]
+
+Obj = dict[str, Any]
+
+
+class KindHooks(Protocol):
+    """Per-kind behaviour (defaulting, extra validation, side effects) layered on the generic rules."""
+
+    def prepare_create(self, core: ApiCore, rt: ResourceType, obj: Obj) -> list[Cause]: ...
+
+    def prepare_update(
+        self, core: ApiCore, rt: ResourceType, old: Obj, new: Obj, subresource: str | None
+    ) -> list[Cause]: ...
+
+    def after_write(self, core: ApiCore, rt: ResourceType, obj: Obj, old: Obj | None) -> None: ...
+
+    def after_delete(self, core: ApiCore, rt: ResourceType, obj: Obj) -> None: ...
+
+
+class ApiCore:
+    def __init__(self, *, clock: Clock | None = None, history_size: int = 10_000) -> None:
+        self.clock: Clock = clock or RealClock()
+        self.registry = Registry()
+        self.storage = Storage(history_size)
+        self.hooks: dict[tuple[str, str], KindHooks] = {}
+        # Called after every removal from storage (namespace/CRD finalization listen here).
+        self.deletion_listeners: list[Callable[[ResourceType, Obj], None]] = []
+
+    def now(self) -> str:
+        return format_time(self.clock.utcnow())
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    def get(self, rt: ResourceType, namespace: str | None, name: str) -> Obj:
+        obj = self.storage.get(rt.key, namespace or "", name)
+        if obj is None:
+            raise StatusError.not_found(rt.group, rt.plural, name)
+        return obj
+
+    def present(self, rt: ResourceType, obj: Obj) -> Obj:
+        """The object as the requested version shows it (CR versions share one storage)."""
+        if obj.get("apiVersion") == rt.api_version:
+            return obj
+        return {**obj, "apiVersion": rt.api_version}
+
+    # -- create -------------------------------------------------------------------------------------
+
+    def _check_type(self, rt: ResourceType, body: Any) -> Obj:
+        if not isinstance(body, dict):
+            raise StatusError.bad_request(f"the object provided is unrecognized (must be of type {rt.kind})")
+        kind = body.get("kind")
+        api_version = body.get("apiVersion")
+        if kind and kind != rt.kind:
+            raise StatusError.bad_request(
+                f"the object provided is unrecognized (must be of type {rt.kind}): {kind} in version "
+                f'"{api_version}" cannot be handled as a {rt.kind}'
+            )
+        if api_version and api_version != rt.api_version:
+            ok = any(api_version == t.api_version for t in self.registry.by_key(rt.key))
+            if not ok:
+                raise StatusError.bad_request(
+                    f"the API version in the data ({api_version}) does not match the expected API version "
+                    f"({rt.api_version})"
+                )
+        meta = body.get("metadata")
+        if meta is None:
+            body["metadata"] = {}
+        elif not isinstance(meta, dict):
+            raise StatusError.bad_request("metadata must be an object")
+        body["kind"] = rt.kind
+        body["apiVersion"] = rt.api_version
+        return body
+
+    def _check_namespace(self, rt: ResourceType, meta: Obj, namespace: str | None) -> None:
+        if not rt.namespaced:
+            meta.pop("namespace", None)
+            return
+        ns = meta.get("namespace")
+        if ns and namespace and ns != namespace:
+            raise StatusError.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
+        meta["namespace"] = namespace or ns or ""
+
+    def ensure_namespace_usable(self, rt: ResourceType, namespace: str, name: str) -> None:
+        """NamespaceLifecycle admission: no content in missing or terminating namespaces."""
+        ns = self.storage.get(("", "namespaces"), "", namespace)
+        if ns is None:
+            raise StatusError.not_found("", "namespaces", namespace)
+        if ns["metadata"].get("deletionTimestamp"):
+            err = StatusError.forbidden(
+                rt.group,
+                rt.plural,
+                name,
+                f"unable to create new content in namespace {namespace} because it is being terminated",
+            )
+            assert err.details is not None
+            err.details["causes"] = [
+                {
+                    "reason": "NamespaceTerminating",
+                    "message": f"namespace {namespace} is being terminated",
+                    "field": "metadata.namespace",
+                }
+            ]
+            raise err
+        return
+
+    def create(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        strict: bool = False,
+    ) -> Obj:
+        obj = self._check_type(rt, copy.deepcopy(body))
+        meta: Obj = obj["metadata"]
+        self._check_namespace(rt, meta, namespace)
+        if meta.get("resourceVersion"):
+            raise StatusError.internal("resourceVersion should not be set on objects to be created")
+        causes = validate_metadata(meta, rt.name_rule, creating=True)
+        if causes:
+            raise StatusError.invalid(
+                rt.group, rt.kind, meta.get("name") or meta.get("generateName", ""), causes
+            )
+        if not meta.get("name"):
+            meta["name"] = meta["generateName"] + random_suffix()
+        name = meta["name"]
+        if rt.namespaced:
+            self.ensure_namespace_usable(rt, meta["namespace"], name)
+        for k in ("uid", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "selfLink"):
+            meta.pop(k, None)
+        meta["uid"] = new_uid()
+        meta["creationTimestamp"] = self.now()
+        if rt.has_generation or rt.is_custom:
+            meta["generation"] = 1
+        if rt.status_subresource and rt.kind != "Node":
+            obj.pop("status", None)
+        hooks = self.hooks.get(rt.key)
+        causes = hooks.prepare_create(self, rt, obj) if hooks else []
+        if rt.schema is not None:
+            causes += rt.schema.admit(obj, None)
+            self._strict_check(rt, strict)
+        if causes:
+            raise StatusError.invalid(rt.group, rt.kind, name, causes)
+        if self.storage.get(rt.key, meta.get("namespace") or "", name) is not None:
+            raise StatusError.already_exists(rt.group, rt.plural, name)
+        if dry_run:
+            return obj
+        self.storage.put(rt.key, obj, None)
+        if hooks:
+            hooks.after_write(self, rt, obj, None)
+        return obj
+
+    # -- update -------------------------------------------------------------------------------------
+
+    def update(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        body: Any,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        require_rv: bool = True,
+        strict: bool = False,
+    ) -> Obj:
+        new = self._check_type(rt, copy.deepcopy(body))
+        meta: Obj = new["metadata"]
+        if meta.get("name") and meta["name"] != name:
+            raise StatusError.bad_request(
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
+            )
+        meta["name"] = name
+        self._check_namespace(rt, meta, namespace)
+        old = self.get(rt, namespace, name)
+        rv = meta.get("resourceVersion")
+        if not rv:
+            if require_rv and not rt.allow_unconditional_update:
+                raise StatusError.invalid(
+                    rt.group,
+                    rt.kind,
+                    name,
+                    [invalid("metadata.resourceVersion", 0, "must be specified for an update")],
+                )
+        elif rv != old["metadata"]["resourceVersion"]:
+            raise StatusError.stale(rt.group, rt.plural, name)
+        return self._finish_update(rt, old, new, subresource=subresource, dry_run=dry_run, strict=strict)
+
+    def _strict_check(self, rt: ResourceType, strict: bool) -> None:
+        if strict and rt.schema is not None and rt.schema.pruned_fields():
+            fields = ", ".join(f'unknown field "{f}"' for f in rt.schema.pruned_fields())
+            raise StatusError.bad_request(f"strict decoding error: {fields}")
+
+    def _finish_update(
+        self,
+        rt: ResourceType,
+        old: Obj,
+        new: Obj,
+        *,
+        subresource: str | None,
+        dry_run: bool,
+        strict: bool = False,
+    ) -> Obj:
+        name = old["metadata"]["name"]
+        old_meta = old["metadata"]
+        if subresource == "status":
+            status = new.get("status")
+            new = copy.deepcopy(old)
+            if status is None:
+                new.pop("status", None)
+            else:
+                new["status"] = status
+        elif rt.status_subresource:
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+        meta = new["metadata"]
+        for k in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "namespace",
+        ):
+            if k in old_meta:
+                meta[k] = old_meta[k]
+            else:
+                meta.pop(k, None)
+        meta["resourceVersion"] = old_meta["resourceVersion"]
+        causes = validate_metadata(meta, rt.name_rule, creating=False)
+        if old_meta.get("deletionTimestamp"):
+            added = [f for f in meta.get("finalizers") or [] if f not in (old_meta.get("finalizers") or [])]
+            if added:
+                quoted = ", ".join(f'"{f}"' for f in added)
+                causes.append(
+                    forbidden(
+                        "metadata.finalizers",
+                        f"no new finalizers can be added if the object is being deleted, "
+                        f"found new finalizers []string{{{quoted}}}",
+                    )
+                )
+        hooks = self.hooks.get(rt.key)
+        if hooks:
+            causes += hooks.prepare_update(self, rt, old, new, subresource)
+        if rt.schema is not None:
+            causes += rt.schema.admit(new, old)
+            self._strict_check(rt, strict)
+        if causes:
+            raise StatusError.invalid(rt.group, rt.kind, name, causes)
+        if "generation" in old_meta and spec_changed(old, new, ignore_status=rt.status_subresource):
+            meta["generation"] = old_meta["generation"] + 1
+        if new == old:
+            return old
+        if dry_run:
+            return new
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and meta.get("deletionGracePeriodSeconds", 0) == 0
+            and not (rt.key == ("", "namespaces") and (new.get("spec") or {}).get("finalizers"))
+        ):
+            return self.remove(rt, new)
+        self.storage.put(rt.key, new, old)
+        if hooks:
+            hooks.after_write(self, rt, new, old)
+        return new
+
+    def remove(self, rt: ResourceType, obj: Obj) -> Obj:
+        """Drop an object from storage for good (the last step of every deletion path)."""
+        gone = self.storage.delete(rt.key, obj)
+        hooks = self.hooks.get(rt.key)
+        if hooks:
+            hooks.after_delete(self, rt, gone)
+        for listener in list(self.deletion_listeners):
+            listener(rt, gone)
+        return gone
+
+    # -- patch --------------------------------------------------------------------------------------
+
+    def patch(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch_type: str,
+        patch: Any,
+        *,
+        subresource: str | None = None,
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        force: bool = False,
+        strict: bool = False,
+    ) -> tuple[Obj, bool]:
+        """Apply a patch; returns (object, created) -- only server-side apply may create."""
+        if patch_type == "apply":
+            from .apply import server_side_apply
+
+            return server_side_apply(
+                self,
+                rt,
+                namespace,
+                name,
+                patch,
+                subresource=subresource,
+                dry_run=dry_run,
+                field_manager=field_manager,
+                force=force,
+                strict=strict,
+            )
+        old = self.get(rt, namespace, name)
+        base = copy.deepcopy(old)
+        if patch_type == "merge":
+            if not isinstance(patch, dict):
+                raise StatusError.bad_request(
+                    "json: cannot unmarshal into Go value of type map[string]interface {}"
+                )
+            patched = apply_merge_patch(base, patch)
+        elif patch_type == "json":
+            patched = apply_json_patch(base, patch)
+        elif patch_type == "strategic":
+            patched = apply_strategic_merge_patch(base, patch)
+        else:
+            raise StatusError.bad_request(f"unknown patch type {patch_type}")
+        rv = (patched.get("metadata") or {}).get("resourceVersion")
+        if rv and rv != old["metadata"]["resourceVersion"]:
+            raise StatusError.stale(rt.group, rt.plural, name)
+        new = self._check_type(rt, patched)
+        new["metadata"]["name"] = name
+        self._check_namespace(rt, new["metadata"], namespace)
+        return self._finish_update(
+            rt, old, new, subresource=subresource, dry_run=dry_run, strict=strict
+        ), False

@@ -1,0 +1,438 @@
+"""The REST surface: URL parsing, body decoding, verb dispatch and ``Status`` error bodies.
+
+Kept apart from the object semantics (``core``, ``deletion``) so every rule about *what* happens
+is testable without HTTP, and this module only answers *how it is spoken*: which content types
+are accepted, which status codes come back, what goes into the request log.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+import orjson
+import structlog
+import yaml
+from aiohttp import web
+
+from . import discovery
+from .core import ApiCore
+from .deletion import DeleteOptions, delete_collection, delete_object, success_status
+from .errors import StatusError
+from .faults import FaultInjector, RequestLog, RequestRecord
+from .listing import list_bytes
+from .registry import ResourceType
+from .selectors import parse_field_selector, parse_label_selector
+from .watchstream import WatchParams, serve_watch
+
+if TYPE_CHECKING:
+    from .server import BuiltinAPIServer
+
+__all__ = ["ApiHandler"]
+
+log = structlog.get_logger("kuberay_py.envtest.apiserver")
+
+MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
+_BODY_TYPES = ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
+_PATCH_TYPES = {
+    "application/json-patch+json": "json",
+    "application/merge-patch+json": "merge",
+    "application/strategic-merge-patch+json": "strategic",
+    "application/apply-patch+yaml": "apply",
+}
+_TRUE = {"true", "1", "t", "True", "TRUE", "T"}
+
+
+def _bool(q: Any, key: str) -> bool:
+    return q.get(key) in _TRUE
+
+
+def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(
+        body=orjson.dumps(obj), status=status, content_type="application/json", headers=headers
+    )
+
+
+def error_response(err: StatusError) -> web.Response:
+    headers = {"Retry-After": str(err.retry_after)} if err.retry_after is not None else None
+    return json_response(err.body(), err.code, headers)
+
+
+class _Route:
+    __slots__ = ("group", "name", "namespace", "rt", "sub", "watch_prefix")
+
+    def __init__(self) -> None:
+        self.group = ""
+        self.rt: ResourceType | None = None
+        self.namespace: str | None = None
+        self.name: str | None = None
+        self.sub: str | None = None
+        self.watch_prefix = False
+
+
+class ApiHandler:
+    def __init__(self, server: BuiltinAPIServer) -> None:
+        self.server = server
+        self.core: ApiCore = server.core
+        self.faults: FaultInjector = server.faults
+        self.log: RequestLog = server.request_log
+
+    # -- entry point --------------------------------------------------------------------------------
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        verb, resource, namespace = "unknown", "", None
+        try:
+            route, verb = self._route(request)
+            if route is not None and route.rt is not None:
+                rt = route.rt
+                resource = (
+                    rt.plural + (f".{rt.group}" if rt.group else "") + (f"/{route.sub}" if route.sub else "")
+                )
+                namespace = route.namespace
+            fault = self.faults.match(request.method, request.path) or self.faults.match(
+                verb.upper(), request.path
+            )
+            if fault is not None:
+                if fault.delay:
+                    await asyncio.sleep(fault.delay)
+                if fault.status:
+                    raise FaultInjector.error(fault)
+            resp = await self._dispatch(request, route, verb)
+        except StatusError as e:
+            resp = error_response(e)
+        except web.HTTPRequestEntityTooLarge:
+            resp = error_response(StatusError.too_large(MAX_BODY))
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception as e:  # a bug here must not take the server down
+            log.exception("apiserver.internal_error", method=request.method, path=request.path)
+            resp = error_response(StatusError.internal(f"{type(e).__name__}: {e}"))
+        self.log.add(
+            RequestRecord(
+                request.method, request.path, request.query_string, verb, resource, namespace, resp.status
+            )
+        )
+        return resp
+
+    # -- routing ------------------------------------------------------------------------------------
+
+    def _route(self, request: web.Request) -> tuple[_Route | None, str]:
+        parts = [p for p in request.path.split("/") if p]
+        method = request.method
+        if not parts or parts[0] not in ("api", "apis"):
+            return None, "discovery" if method == "GET" else "unknown"
+        route = _Route()
+        if parts[0] == "api":
+            if len(parts) < 2:
+                return None, "discovery"
+            route.group, version, rest = "", parts[1], parts[2:]
+        else:
+            if len(parts) < 3:
+                return None, "discovery"
+            route.group, version, rest = parts[1], parts[2], parts[3:]
+        if not rest:
+            return None, "discovery"
+        if rest[0] == "watch":
+            route.watch_prefix = True
+            rest = rest[1:]
+        if (
+            len(rest) >= 3
+            and rest[0] == "namespaces"
+            and not (len(rest) == 3 and rest[2] in ("status", "finalize"))
+        ):
+            route.namespace, rest = rest[1], rest[2:]
+        if not rest or len(rest) > 3:
+            raise StatusError.no_route()
+        rt = self.core.registry.get(route.group, version, rest[0])
+        if rt is None:
+            raise StatusError.no_route()
+        route.rt = rt
+        route.name = rest[1] if len(rest) > 1 else None
+        route.sub = rest[2] if len(rest) > 2 else None
+        if route.namespace is not None and not rt.namespaced:
+            raise StatusError.no_route()
+        if route.name is not None and rt.namespaced and route.namespace is None:
+            raise StatusError.no_route()
+        if route.sub is not None and not self._sub_ok(rt, route.sub):
+            raise StatusError.no_route()
+        return route, self._verb(method, route, request)
+
+    @staticmethod
+    def _sub_ok(rt: ResourceType, sub: str) -> bool:
+        if sub == "status":
+            return rt.status_subresource
+        if sub == "finalize":
+            return rt.key == ("", "namespaces")
+        if sub == "binding":
+            return rt.key == ("", "pods")
+        return False
+
+    @staticmethod
+    def _verb(method: str, route: _Route, request: web.Request) -> str:
+        if route.name is None:
+            if method == "GET":
+                return "watch" if route.watch_prefix or _bool(request.query, "watch") else "list"
+            return {"POST": "create", "DELETE": "deletecollection"}.get(method, "unknown")
+        if route.sub == "binding":
+            return "create"
+        if method == "GET":
+            return "watch" if route.watch_prefix else "get"
+        return {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, "unknown")
+
+    # -- bodies -------------------------------------------------------------------------------------
+
+    async def _raw_body(self, request: web.Request) -> bytes:
+        if request.content_length is not None and request.content_length > MAX_BODY:
+            raise StatusError.too_large(MAX_BODY)
+        return await request.read()
+
+    async def _object_body(self, request: web.Request) -> Any:
+        raw = await self._raw_body(request)
+        ctype = request.content_type
+        if ctype in ("application/json", "application/octet-stream", "") or ctype.endswith("+json"):
+            if ctype.endswith("+json") and ctype != "application/json":
+                raise StatusError.unsupported_media_type(ctype, _BODY_TYPES)
+            try:
+                return orjson.loads(raw)
+            except orjson.JSONDecodeError as e:
+                raise StatusError.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+        if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
+            try:
+                return yaml.safe_load(raw)
+            except yaml.YAMLError as e:
+                raise StatusError.bad_request(f"error converting YAML to JSON: {e}") from None
+        raise StatusError.unsupported_media_type(ctype, _BODY_TYPES)
+
+    async def _patch_body(self, request: web.Request, rt: ResourceType) -> tuple[str, Any]:
+        ctype = request.content_type
+        ptype = _PATCH_TYPES.get(ctype)
+        accepted = [t for t, p in _PATCH_TYPES.items() if p != "strategic" or rt.strategic_merge]
+        if ptype is None or (ptype == "strategic" and not rt.strategic_merge):
+            raise StatusError.unsupported_media_type(ctype, accepted)
+        raw = await self._raw_body(request)
+        try:
+            body = yaml.safe_load(raw) if ptype == "apply" else orjson.loads(raw)
+        except (orjson.JSONDecodeError, yaml.YAMLError) as e:
+            raise StatusError.bad_request(f"error decoding patch: {e}") from None
+        return ptype, body
+
+    # -- dispatch -----------------------------------------------------------------------------------
+
+    async def _dispatch(self, request: web.Request, route: _Route | None, verb: str) -> web.StreamResponse:
+        if route is None:
+            return self._discovery(request)
+        rt = route.rt
+        assert rt is not None
+        q = request.query
+        dry_run = self._dry_run(q)
+        strict = self._field_validation(q) == "Strict"
+        core = self.core
+        ns = route.namespace
+        if verb in ("list", "watch", "deletecollection"):
+            label_sel = parse_label_selector(q.get("labelSelector"))
+            field_sel = parse_field_selector(
+                q.get("fieldSelector"), rt.field_labels, rt.kind if rt.is_custom else "", rt.api_version
+            )
+            if route.name is not None and route.watch_prefix:
+                field_sel = parse_field_selector(f"metadata.name={route.name}", (), "", "")
+
+            def matches(obj: dict[str, Any]) -> bool:
+                return label_sel.matches(obj) and field_sel.matches(obj)
+
+            selective = not (label_sel.empty and field_sel.empty)
+            if verb == "list":
+                limit = self._int(q, "limit")
+                body = list_bytes(
+                    core,
+                    rt,
+                    ns,
+                    matches,
+                    selective=selective,
+                    limit=limit if limit and limit > 0 else None,
+                    token=q.get("continue"),
+                )
+                return web.Response(body=body, content_type="application/json")
+            if verb == "watch":
+                timeout = self._int(q, "timeoutSeconds")
+                send_initial = q.get("sendInitialEvents")
+                params = WatchParams(
+                    q.get("resourceVersion"),
+                    None if timeout is None else float(timeout),
+                    _bool(q, "allowWatchBookmarks"),
+                    None if send_initial is None else send_initial in _TRUE,
+                )
+                return await serve_watch(
+                    request,
+                    core,
+                    rt,
+                    ns,
+                    matches,
+                    params,
+                    self.server.bookmark_interval,
+                    self.server.watch_timeout,
+                )
+            opts = DeleteOptions(await self._optional_json(request), dict(q))
+            opts.dry_run = opts.dry_run or dry_run
+            deleted = delete_collection(core, rt, ns, matches, opts)
+            items = [core.present(rt, o) for o in deleted]
+            return json_response(
+                {
+                    "kind": rt.list_kind,
+                    "apiVersion": rt.api_version,
+                    "metadata": {"resourceVersion": str(core.storage.rv)},
+                    "items": items,
+                }
+            )
+        if verb == "create" and route.sub == "binding":
+            assert route.name is not None
+            return json_response(
+                self._bind(rt, ns or "", route.name, await self._object_body(request), dry_run), 201
+            )
+        if verb == "create":
+            if rt.namespaced and ns is None:
+                raise StatusError.method_not_allowed(request.method)
+            obj = core.create(rt, ns, await self._object_body(request), dry_run=dry_run, strict=strict)
+            return json_response(core.present(rt, obj), 201)
+        name = route.name
+        assert name is not None
+        if verb == "get":
+            return json_response(core.present(rt, core.get(rt, ns, name)))
+        if verb == "update":
+            body = await self._object_body(request)
+            obj = core.update(rt, ns, name, body, subresource=route.sub, dry_run=dry_run, strict=strict)
+            return json_response(core.present(rt, obj))
+        if verb == "patch":
+            if route.sub == "finalize":
+                raise StatusError.method_not_allowed(request.method)
+            ptype, body = await self._patch_body(request, rt)
+            manager = q.get("fieldManager")
+            if manager is not None and len(manager) > 128:
+                raise StatusError(
+                    422, "Invalid", "fieldManager: Too long: may not be more than 128 bytes", {}
+                )
+            obj, created = core.patch(
+                rt,
+                ns,
+                name,
+                ptype,
+                body,
+                subresource=route.sub,
+                dry_run=dry_run,
+                field_manager=manager,
+                force=_bool(q, "force"),
+                strict=strict,
+            )
+            return json_response(core.present(rt, obj), 201 if created else 200)
+        if verb == "delete":
+            if route.sub is not None:
+                raise StatusError.method_not_allowed(request.method)
+            opts = DeleteOptions(await self._optional_json(request), dict(q))
+            opts.dry_run = opts.dry_run or dry_run
+            obj, removed = delete_object(core, rt, ns, name, opts)
+            if removed and not rt.return_deleted_object:
+                return json_response(success_status(rt, obj))
+            return json_response(core.present(rt, obj))
+        raise StatusError.method_not_allowed(request.method)
+
+    def _bind(self, rt: ResourceType, ns: str, name: str, body: Any, dry_run: bool) -> dict[str, Any]:
+        import copy
+
+        target = (body or {}).get("target") or {} if isinstance(body, dict) else {}
+        node = target.get("name")
+        if not node:
+            raise StatusError.invalid(
+                "",
+                "Binding",
+                name,
+                [{"reason": "FieldValueRequired", "field": "target.name", "message": "Required value"}],
+            )
+        pod = self.core.get(rt, ns, name)
+        current = (pod.get("spec") or {}).get("nodeName")
+        if current:
+            raise StatusError.conflict(
+                rt.group, rt.plural, name, f'pod {name} is already assigned to node "{current}"'
+            )
+        if pod["metadata"].get("deletionTimestamp"):
+            raise StatusError.conflict(
+                rt.group, rt.plural, name, f"pod {name} is being deleted, cannot be assigned to a host"
+            )
+        new = copy.deepcopy(pod)
+        new["spec"]["nodeName"] = node
+        conds = [
+            c for c in new.setdefault("status", {}).get("conditions") or [] if c.get("type") != "PodScheduled"
+        ]
+        conds.append(
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": self.core.now(),
+            }
+        )
+        new["status"]["conditions"] = conds
+        if not dry_run:
+            self.core.storage.put(rt.key, new, pod)
+        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+    async def _optional_json(self, request: web.Request) -> Any:
+        if not request.can_read_body:
+            return None
+        raw = await self._raw_body(request)
+        if not raw.strip():
+            return None
+        try:
+            return orjson.loads(raw)
+        except orjson.JSONDecodeError as e:
+            raise StatusError.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+
+    @staticmethod
+    def _dry_run(q: Any) -> bool:
+        values = q.getall("dryRun", [])
+        for v in values:
+            if v != "All":
+                raise StatusError.bad_request(f'dryRun: Unsupported value: "{v}": supported values: "All"')
+        return bool(values)
+
+    @staticmethod
+    def _field_validation(q: Any) -> str:
+        v = q.get("fieldValidation", "")
+        if v not in ("", "Ignore", "Warn", "Strict"):
+            raise StatusError.bad_request(
+                f'fieldValidation: Unsupported value: "{v}": supported values: "Ignore", "Warn", "Strict"'
+            )
+        return str(v)
+
+    @staticmethod
+    def _int(q: Any, key: str) -> int | None:
+        v = q.get(key)
+        if v in (None, ""):
+            return None
+        try:
+            return int(v)
+        except ValueError:
+            raise StatusError.bad_request(f'invalid {key}: "{v}"') from None
+
+    def _discovery(self, request: web.Request) -> web.StreamResponse:
+        if request.method != "GET":
+            raise StatusError.method_not_allowed(request.method)
+        path = request.path.rstrip("/") or "/"
+        reg = self.core.registry
+        if path == "/version":
+            return json_response(discovery.VERSION_INFO)
+        if path in ("/healthz", "/readyz", "/livez"):
+            return web.Response(text="ok", content_type="text/plain")
+        if path == "/api":
+            return json_response(discovery.api_versions(self.server.address))
+        if path == "/apis":
+            return json_response(discovery.api_group_list(reg))
+        parts = [p for p in path.split("/") if p]
+        doc: dict[str, Any] | None = None
+        if len(parts) == 2 and parts[0] == "api":
+            doc = discovery.resource_list(reg, "", parts[1])
+        elif len(parts) == 2 and parts[0] == "apis":
+            doc = discovery.api_group(reg, parts[1])
+        elif len(parts) == 3 and parts[0] == "apis":
+            doc = discovery.resource_list(reg, parts[1], parts[2])
+        if doc is None:
+            raise StatusError.no_route()
+        return json_response(doc)

@@ -1,0 +1,35 @@
+"""Small helpers shared by the verb implementations: timestamps, names, object comparison."""
+
+from __future__ import annotations
+
+import secrets
+import uuid
+from datetime import datetime
+from typing import Any
+
+__all__ = ["format_time", "new_uid", "random_suffix", "spec_changed"]
+
+_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's utilrand alphabet (no vowels, no 0/1/3)
+
+
+def format_time(dt: datetime) -> str:
+    return dt.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def new_uid() -> str:
+    return str(uuid.uuid4())
+
+
+def random_suffix(n: int = 5) -> str:
+    return "".join(secrets.choice(_ALPHABET) for _ in range(n))
+
+
+def spec_changed(old: dict[str, Any], new: dict[str, Any], *, ignore_status: bool) -> bool:
+    """True when anything outside ``metadata`` (and ``status`` if it is a subresource) differs.
+
+    This is the generation rule of the CR strategy and of built-in strategies that track spec.
+    """
+    skip = {"metadata", "status"} if ignore_status else {"metadata"}
+    skip |= {"apiVersion", "kind"}
+    keys = (set(old) | set(new)) - skip
+    return any(old.get(k) != new.get(k) for k in keys)

@@ -1,0 +1,178 @@
+"""``BuiltinAPIServer``: the in-process Kubernetes API server tests and the demo run against.
+
+Serves plain HTTP on 127.0.0.1 (the ``cryptography`` package is not available to build a
+self-signed certificate; see docs/envtest.md). Besides the API it exposes the knobs tests use to
+make the server misbehave -- expire or cut watches, compact history, inject errors -- and a log of
+every request, so a test or benchmark can count exactly what a controller asked for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from aiohttp import web
+
+from ...clock import Clock
+from .builtin_types import BUILTIN_TYPES
+from .core import ApiCore
+from .crds import CRD_KEY, CrdHooks
+from .faults import Fault, FaultInjector, RequestLog
+from .http_api import MAX_BODY, ApiHandler
+from .kinds import NamespaceHooks, PodHooks, ServiceHooks
+
+__all__ = ["BuiltinAPIServer"]
+
+_INITIAL_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+class BuiltinAPIServer:
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        clock: Clock | None = None,
+        history_size: int = 10_000,
+        bookmark_interval: float = 1.0,
+        watch_timeout: float = 1800.0,
+        namespace_controller: bool = True,
+        service_cidr: str = "10.0.0.0/16",
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.core = ApiCore(clock=clock, history_size=history_size)
+        self.bookmark_interval = bookmark_interval
+        self.watch_timeout = watch_timeout
+        self.faults = FaultInjector()
+        self.request_log = RequestLog()
+        self._runner: web.AppRunner | None = None
+        reg = self.core.registry
+        reg.add_all(BUILTIN_TYPES)
+        self.core.hooks[("", "pods")] = PodHooks()
+        self.core.hooks[("", "services")] = ServiceHooks(service_cidr)
+        self.core.hooks[("", "namespaces")] = NamespaceHooks(namespace_controller)
+        self.core.hooks[CRD_KEY] = CrdHooks()
+        ns_rt = reg.get("", "v1", "namespaces")
+        assert ns_rt is not None
+        for name in _INITIAL_NAMESPACES:
+            self.core.create(ns_rt, None, {"metadata": {"name": name}})
+        self._handler = ApiHandler(self)
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    async def start(self) -> None:
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_route("*", "/{tail:.*}", self._handler.handle)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        await site.start()
+        server = site._server
+        assert server is not None
+        sockets = getattr(server, "sockets", None) or []
+        self.port = sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        for w in self.core.storage.all_watchers():
+            w.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> BuiltinAPIServer:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    # -- fault knobs --------------------------------------------------------------------------------
+
+    def force_expire_watches(self) -> int:
+        """Compact history and end every open watch with a 410 ``Expired`` ERROR event.
+
+        Clients must relist: resuming from their last resourceVersion gets 410 as well.
+        """
+        self.core.storage.compact()
+        watchers = self.core.storage.all_watchers()
+        for w in watchers:
+            w.expire(f"too old resource version: {self.core.storage.rv}")
+        return len(watchers)
+
+    def cut_watches(self) -> int:
+        """Drop every open watch connection without a clean end (a network failure)."""
+        watchers = self.core.storage.all_watchers()
+        for w in watchers:
+            w.cut_off()
+        return len(watchers)
+
+    def end_watches(self) -> int:
+        """End every open watch cleanly, as a server-side timeout does; clients resume from their RV."""
+        watchers = self.core.storage.all_watchers()
+        for w in watchers:
+            w.close()
+        return len(watchers)
+
+    def compact(self) -> None:
+        """Forget the event history: watches and continue tokens from older versions get 410."""
+        self.core.storage.compact()
+
+    def inject(
+        self,
+        method: str,
+        path_regex: str,
+        status: int,
+        count: int = 1,
+        *,
+        reason: str | None = None,
+        message: str | None = None,
+        retry_after: int | None = None,
+        delay: float = 0.0,
+    ) -> Fault:
+        """Answer the next ``count`` matching requests with an error ``Status`` (``count=-1``: forever).
+
+        ``method`` is an HTTP method (``"PUT"``) or a verb (``"list"``, ``"watch"``); ``status=0``
+        with ``delay`` only slows the requests down.
+        """
+        return self.faults.add(
+            method,
+            path_regex,
+            status,
+            count,
+            reason=reason,
+            message=message,
+            retry_after=retry_after,
+            delay=delay,
+        )
+
+    def clear_faults(self) -> None:
+        self.faults.clear()
+
+    def open_watches(self) -> int:
+        return len(self.core.storage.all_watchers())
+
+    @property
+    def resource_version(self) -> int:
+        return self.core.storage.rv
+
+    def counts_by_verb(self, resource: str | None = None) -> dict[str, int]:
+        return dict(self.request_log.counts_by_verb(resource))
+
+    async def wait_idle(self) -> None:
+        """Let callbacks scheduled by the last request (CRD establishment, namespace cleanup) run."""
+        for _ in range(3):
+            await asyncio.sleep(0)
+
+    def objects(self, group: str, plural: str) -> list[dict[str, Any]]:
+        """All stored objects of one resource (for assertions; do not mutate)."""
+        bucket = self.core.storage.buckets.get((group, plural))
+        return [] if bucket is None else [bucket.objects[k] for k in bucket.sorted_keys()]

@@ -1,0 +1,279 @@
+"""Real mode: etcd + kube-apiserver started the way controller-runtime's envtest starts them.
+
+Flags follow ``sigs.k8s.io/controller-runtime/pkg/internal/testing/controlplane`` (``etcd.go``,
+``apiserver.go`` ``defaultArgs``): etcd on a free loopback port with a temp data dir and
+``--unsafe-no-fsync`` when supported; kube-apiserver with ``--service-cluster-ip-range=10.0.0.0/24``,
+``--allow-privileged=true``, ``--disable-admission-plugins=ServiceAccount``, ``--authorization-mode=RBAC``,
+a generated service-account key pair and serving certificate in ``--cert-dir``, and client-certificate
+authentication (``--client-ca-file``) for an admin user in ``system:masters``. Certificates are made
+with the ``openssl`` command, since the ``cryptography`` package is not a dependency.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import socket
+import ssl
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import aiohttp
+import structlog
+
+__all__ = ["Assets", "ControlPlane", "apiserver_args", "etcd_args", "find_assets", "free_port", "make_certs"]
+
+log = structlog.get_logger("kuberay_py.envtest.controlplane")
+
+DEFAULT_ASSETS_DIR = "/usr/local/kubebuilder/bin"
+
+
+@dataclass(frozen=True)
+class Assets:
+    etcd: str
+    kube_apiserver: str
+    kubectl: str | None = None
+
+
+def find_assets(env: Mapping[str, str] | None = None) -> Assets | None:
+    """Locate the binaries from ``TEST_ASSET_*`` / ``KUBEBUILDER_ASSETS`` (envtest's variables).
+
+    Returns ``None`` when they are not all present, which selects the built-in server.
+    """
+    env = os.environ if env is None else env
+    folder = env.get("KUBEBUILDER_ASSETS") or ""
+    candidates = [folder] if folder else [DEFAULT_ASSETS_DIR] if env is os.environ else []
+
+    def pick(var: str, name: str) -> str | None:
+        explicit = env.get(var)
+        if explicit:
+            return explicit if os.access(explicit, os.X_OK) else None
+        for d in candidates:
+            p = Path(d) / name
+            if p.is_file() and os.access(p, os.X_OK):
+                return str(p)
+        return None
+
+    etcd = pick("TEST_ASSET_ETCD", "etcd")
+    apiserver = pick("TEST_ASSET_KUBE_APISERVER", "kube-apiserver")
+    if not etcd or not apiserver:
+        return None
+    return Assets(etcd, apiserver, pick("TEST_ASSET_KUBECTL", "kubectl"))
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def etcd_args(data_dir: str, client_url: str, *, no_fsync: bool, extra: Sequence[str] = ()) -> list[str]:
+    args = [
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={client_url}",
+        f"--advertise-client-urls={client_url}",
+        "--listen-peer-urls=http://localhost:0",
+    ]
+    if no_fsync:
+        args.append("--unsafe-no-fsync=true")
+    return _merge(args, extra)
+
+
+def apiserver_args(
+    *, etcd_url: str, cert_dir: str, host: str, port: int, client_ca: str, extra: Sequence[str] = ()
+) -> list[str]:
+    args = [
+        f"--advertise-address={host}",
+        f"--bind-address={host}",
+        f"--secure-port={port}",
+        f"--etcd-servers={etcd_url}",
+        f"--cert-dir={cert_dir}",
+        f"--tls-cert-file={cert_dir}/apiserver.crt",
+        f"--tls-private-key-file={cert_dir}/apiserver.key",
+        "--service-cluster-ip-range=10.0.0.0/24",
+        "--allow-privileged=true",
+        "--disable-admission-plugins=ServiceAccount",
+        "--authorization-mode=RBAC",
+        f"--client-ca-file={client_ca}",
+        f"--service-account-issuer=https://{host}:{port}/",
+        f"--service-account-key-file={cert_dir}/sa-signer.pub",
+        f"--service-account-signing-key-file={cert_dir}/sa-signer.key",
+    ]
+    return _merge(args, extra)
+
+
+def _merge(defaults: list[str], extra: Sequence[str]) -> list[str]:
+    """Pass-through flags override defaults with the same name (envtest's ``Configure()``)."""
+    names = {e.split("=", 1)[0] for e in extra}
+    return [a for a in defaults if a.split("=", 1)[0] not in names] + list(extra)
+
+
+@dataclass(frozen=True)
+class Certs:
+    ca_cert: str
+    serving_cert: str
+    serving_key: str
+    client_cert: str
+    client_key: str
+    sa_key: str
+    sa_pub: str
+
+
+def _openssl(*args: str) -> None:
+    subprocess.run(["openssl", *args], check=True, capture_output=True)
+
+
+def make_certs(cert_dir: str, host: str = "127.0.0.1") -> Certs:
+    """A throw-away CA, a serving certificate for ``host``/localhost, an admin client certificate
+    (``O=system:masters``) and the service-account signing key pair."""
+    d = Path(cert_dir)
+    d.mkdir(parents=True, exist_ok=True)
+    ca_key, ca_crt = str(d / "ca.key"), str(d / "ca.crt")
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        ca_key,
+        "-out",
+        ca_crt,
+        "-days",
+        "2",
+        "-subj",
+        "/CN=envtest-ca",
+    )
+    ext = d / "serving.ext"
+    ext.write_text(f"subjectAltName=IP:{host},IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    client_ext = d / "client.ext"
+    client_ext.write_text("extendedKeyUsage=clientAuth\n")
+
+    def signed(stem: str, subj: str, extfile: Path) -> tuple[str, str]:
+        key, csr, crt = str(d / f"{stem}.key"), str(d / f"{stem}.csr"), str(d / f"{stem}.crt")
+        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", subj)
+        _openssl(
+            "x509",
+            "-req",
+            "-in",
+            csr,
+            "-CA",
+            ca_crt,
+            "-CAkey",
+            ca_key,
+            "-CAcreateserial",
+            "-out",
+            crt,
+            "-days",
+            "2",
+            "-extfile",
+            str(extfile),
+        )
+        return crt, key
+
+    serving_crt, serving_key = signed("apiserver", "/CN=localhost", ext)
+    client_crt, client_key = signed("admin", "/O=system:masters/CN=envtest-admin", client_ext)
+    sa_key, sa_pub = str(d / "sa-signer.key"), str(d / "sa-signer.pub")
+    _openssl("genrsa", "-out", sa_key, "2048")
+    _openssl("rsa", "-in", sa_key, "-pubout", "-out", sa_pub)
+    return Certs(ca_crt, serving_crt, serving_key, client_crt, client_key, sa_key, sa_pub)
+
+
+def etcd_supports_no_fsync(etcd: str) -> bool:
+    try:
+        out = subprocess.run([etcd, "--help"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "unsafe-no-fsync" in (out.stdout + out.stderr)
+
+
+@dataclass
+class ControlPlane:
+    assets: Assets
+    host: str = "127.0.0.1"
+    apiserver_extra: Sequence[str] = ()
+    etcd_extra: Sequence[str] = ()
+    start_timeout: float = float(os.environ.get("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT", "60").rstrip("s"))
+    stop_timeout: float = float(os.environ.get("KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT", "20").rstrip("s"))
+    attach_output: bool = os.environ.get("KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT", "") == "true"
+    url: str = ""
+    certs: Certs | None = None
+    _dir: str = ""
+    _procs: list[asyncio.subprocess.Process] = field(default_factory=list)
+
+    async def start(self) -> None:
+        self._dir = tempfile.mkdtemp(prefix="kuberay-envtest-")
+        cert_dir = os.path.join(self._dir, "certs")
+        self.certs = await asyncio.to_thread(make_certs, cert_dir, self.host)
+        etcd_url = f"http://{self.host}:{free_port(self.host)}"
+        no_fsync = await asyncio.to_thread(etcd_supports_no_fsync, self.assets.etcd)
+        await self._spawn(
+            self.assets.etcd,
+            etcd_args(os.path.join(self._dir, "etcd"), etcd_url, no_fsync=no_fsync, extra=self.etcd_extra),
+        )
+        await self._wait_http(f"{etcd_url}/health", None)
+        port = free_port(self.host)
+        await self._spawn(
+            self.assets.kube_apiserver,
+            apiserver_args(
+                etcd_url=etcd_url,
+                cert_dir=cert_dir,
+                host=self.host,
+                port=port,
+                client_ca=self.certs.ca_cert,
+                extra=self.apiserver_extra,
+            ),
+        )
+        self.url = f"https://{self.host}:{port}"
+        await self._wait_http(f"{self.url}/readyz", self._ssl())
+
+    def _ssl(self) -> ssl.SSLContext:
+        assert self.certs is not None
+        ctx = ssl.create_default_context(cafile=self.certs.ca_cert)
+        ctx.load_cert_chain(self.certs.client_cert, self.certs.client_key)
+        return ctx
+
+    async def _spawn(self, binary: str, args: list[str]) -> None:
+        out = None if self.attach_output else asyncio.subprocess.DEVNULL
+        log.info("envtest.spawn", binary=binary, args=args)
+        proc = await asyncio.create_subprocess_exec(binary, *args, stdout=out, stderr=out)
+        self._procs.append(proc)
+
+    async def _wait_http(self, url: str, ctx: ssl.SSLContext | None) -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.start_timeout
+        async with aiohttp.ClientSession() as session:
+            while True:
+                for p in self._procs:
+                    if p.returncode is not None:
+                        raise RuntimeError(
+                            f"control plane process exited with {p.returncode} before {url} was ready"
+                        )
+                with contextlib.suppress(aiohttp.ClientError, OSError):
+                    async with session.get(
+                        url, ssl=ctx if ctx is not None else False, timeout=aiohttp.ClientTimeout(total=2)
+                    ) as r:
+                        if r.status == 200:
+                            return
+                if loop.time() > deadline:
+                    raise TimeoutError(f"timeout waiting for {url}")
+                await asyncio.sleep(0.1)
+
+    async def stop(self) -> None:
+        for proc in reversed(self._procs):
+            if proc.returncode is None:
+                proc.terminate()
+                try:
+                    await asyncio.wait_for(proc.wait(), self.stop_timeout)
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
+        self._procs.clear()
+        if self._dir:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = ""

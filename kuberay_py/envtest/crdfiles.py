@@ -1,0 +1,34 @@
+"""Reading CRD manifests from files and directories, as envtest's ``CRDInstallOptions.Paths`` does."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["read_crds"]
+
+_EXTENSIONS = (".yaml", ".yml", ".json")
+
+
+def read_crds(paths: Iterable[str | Path], *, error_if_missing: bool = True) -> list[dict[str, Any]]:
+    """Every CustomResourceDefinition document under ``paths`` (files or directories, not recursive).
+
+    Other kinds in the same files are skipped, like controller-runtime's ``readCRDs``; a missing
+    path is an error unless ``error_if_missing`` is false.
+    """
+    out: list[dict[str, Any]] = []
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            if error_if_missing:
+                raise FileNotFoundError(f"CRD path {p} does not exist")
+            continue
+        files = sorted(f for f in p.iterdir() if f.suffix in _EXTENSIONS) if p.is_dir() else [p]
+        for f in files:
+            for doc in yaml.safe_load_all(f.read_text()):
+                if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                    out.append(doc)
+    return out

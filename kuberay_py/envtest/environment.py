@@ -1,0 +1,291 @@
+"""``Environment``: a Kubernetes API for tests -- real binaries when present, built-in otherwise.
+
+Mirrors controller-runtime's ``envtest.Environment``: ``KUBEBUILDER_ASSETS`` (or
+``TEST_ASSET_ETCD``/``TEST_ASSET_KUBE_APISERVER``) selects real etcd + kube-apiserver,
+``USE_EXISTING_CLUSTER=true`` (or ``use_existing=True``) uses the current kubeconfig, and otherwise
+the in-process :class:`BuiltinAPIServer` serves. CRDs are installed and waited for until
+Established, then a kubeconfig file and a :class:`~kuberay_py.client.ClientConfig` are handed out.
+With ``simulate=True`` the cluster simulator (kubelet, EndpointSlices, GC) runs alongside.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from kubernetes_asyncio import config as k8s_config
+from kubernetes_asyncio.client import ApiClient, Configuration
+
+from .apiserver import BuiltinAPIServer
+from .controlplane import Assets, ControlPlane, find_assets
+from .crdfiles import read_crds
+from .kubeconfig import kubeconfig_dict, write_kubeconfig
+from .rest import RestError, request_json
+
+if TYPE_CHECKING:
+    from kuberay_py.client import Client, ClientConfig
+
+__all__ = ["Environment", "uses_real_apiserver"]
+
+log = structlog.get_logger("kuberay_py.envtest")
+
+_CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+
+
+def _truthy(v: str | None) -> bool:
+    return (v or "").lower() in ("1", "true", "yes")
+
+
+def uses_real_apiserver(use_existing: bool = False) -> bool:
+    """Whether an Environment built now would talk to a real kube-apiserver (binaries or a cluster)."""
+    return use_existing or _truthy(os.environ.get("USE_EXISTING_CLUSTER")) or find_assets() is not None
+
+
+class Environment:
+    def __init__(
+        self,
+        crd_paths: Sequence[str] = (),
+        *,
+        simulate: bool = False,
+        pod_runtime: Any = None,
+        probe_period_scale: float = 1.0,
+        use_existing: bool = False,
+        error_if_crd_path_missing: bool = True,
+        crd_install_timeout: float = 30.0,
+        apiserver_args: Sequence[str] = (),
+        server_options: dict[str, Any] | None = None,
+        kubeconfig_out: str | None = None,
+        assets: Assets | None = None,
+    ) -> None:
+        self.crd_paths = list(crd_paths)
+        self.simulate = simulate
+        self.pod_runtime = pod_runtime
+        self.probe_period_scale = probe_period_scale
+        self.use_existing = use_existing or _truthy(os.environ.get("USE_EXISTING_CLUSTER"))
+        self.error_if_crd_path_missing = error_if_crd_path_missing
+        self.crd_install_timeout = crd_install_timeout
+        self.apiserver_args = list(apiserver_args)
+        self.server_options = dict(server_options or {})
+        self._kubeconfig_out = kubeconfig_out
+        self._assets = assets
+        self.server: BuiltinAPIServer | None = None
+        self.control_plane: ControlPlane | None = None
+        self.kubeconfig_path = ""
+        self.url = ""
+        self._client_config: ClientConfig | None = None
+        self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
+        self._api: ApiClient | None = None
+        self._sim_task: asyncio.Task[None] | None = None
+        self._sim_client: Client | None = None
+        self.simulator: Any = None
+
+    @property
+    def real(self) -> bool:
+        """True when talking to a real kube-apiserver (binaries or an existing cluster)."""
+        return self.server is None
+
+    @property
+    def client_config(self) -> ClientConfig:
+        if self._client_config is None:
+            raise RuntimeError("Environment is not started")
+        return self._client_config
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Environment:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, et: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.stop()
+
+    async def start(self) -> None:
+        self._tmpdir = tempfile.TemporaryDirectory(prefix="kuberay-envtest-")
+        try:
+            await self._start_apiserver()
+            await self._load_clients()
+            if self.crd_paths:
+                await self.install_crds(self.crd_paths)
+            if self.simulate:
+                await self._start_simulator()
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def _start_apiserver(self) -> None:
+        assert self._tmpdir is not None
+        out = self._kubeconfig_out or os.path.join(self._tmpdir.name, "kubeconfig")
+        if self.use_existing:
+            self.kubeconfig_path = os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config"))
+            log.info("envtest.existing_cluster", kubeconfig=self.kubeconfig_path)
+            return
+        assets = self._assets or find_assets()
+        if assets is not None:
+            self.control_plane = ControlPlane(assets, apiserver_extra=self.apiserver_args)
+            await self.control_plane.start()
+            certs = self.control_plane.certs
+            assert certs is not None
+            self.url = self.control_plane.url
+            self.kubeconfig_path = write_kubeconfig(
+                out,
+                kubeconfig_dict(
+                    self.url, ca_file=certs.ca_cert, cert_file=certs.client_cert, key_file=certs.client_key
+                ),
+            )
+            log.info("envtest.real_apiserver", url=self.url)
+            return
+        self.server = BuiltinAPIServer(**self.server_options)
+        await self.server.start()
+        self.url = self.server.url
+        self.kubeconfig_path = write_kubeconfig(out, kubeconfig_dict(self.url, token="envtest-admin"))
+        log.info("envtest.builtin_apiserver", url=self.url)
+
+    async def _load_clients(self) -> None:
+        from kuberay_py.client import load_config
+
+        self._client_config = await load_config(self.kubeconfig_path)
+        self._api = ApiClient(await self.kube_configuration())
+
+    async def kube_configuration(self) -> Configuration:
+        """A kubernetes_asyncio ``Configuration`` for this environment (for code using its APIs)."""
+        cfg = Configuration()
+        await k8s_config.load_kube_config(config_file=self.kubeconfig_path, client_configuration=cfg)
+        return cfg
+
+    async def api_client(self) -> ApiClient:
+        """A new kubernetes_asyncio ``ApiClient``; the caller closes it."""
+        return ApiClient(await self.kube_configuration())
+
+    def new_client(self) -> Client:
+        from kuberay_py.client import Client
+
+        return Client(self.client_config)
+
+    async def _start_simulator(self) -> None:
+        from kuberay_py.envtest.sim.simulator import Simulator
+
+        self._sim_client = self.new_client()
+        self.simulator = Simulator(
+            self._sim_client, pod_runtime=self.pod_runtime, probe_period_scale=self.probe_period_scale
+        )
+        self._sim_task = asyncio.create_task(self.simulator.run(), name="envtest-simulator")
+        ready = asyncio.create_task(self.simulator.wait_ready())
+        done, _ = await asyncio.wait({ready, self._sim_task}, return_when=asyncio.FIRST_COMPLETED)
+        if self._sim_task in done:
+            ready.cancel()
+            self._sim_task.result()
+            raise RuntimeError("the cluster simulator stopped during start-up")
+
+    async def stop(self) -> None:
+        if self._sim_task is not None:
+            self._sim_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._sim_task
+            self._sim_task = None
+        if self._sim_client is not None:
+            await self._sim_client.close()
+            self._sim_client = None
+        if self._api is not None:
+            await self._api.close()
+            self._api = None
+        if self.server is not None:
+            await self.server.stop()
+        if self.control_plane is not None:
+            await self.control_plane.stop()
+        if self._tmpdir is not None:
+            self._tmpdir.cleanup()
+            self._tmpdir = None
+
+    # -- CRDs -------------------------------------------------------------------------------------
+
+    async def install_crds(
+        self, paths_or_docs: Iterable[str | Path | dict[str, Any]]
+    ) -> list[dict[str, Any]]:
+        """Create (or update) CRDs from files/directories or dicts and wait until they are served."""
+        items = list(paths_or_docs)
+        docs = [d for d in items if isinstance(d, dict)]
+        docs += read_crds(
+            [p for p in items if not isinstance(p, dict)], error_if_missing=self.error_if_crd_path_missing
+        )
+        assert self._api is not None
+        installed = []
+        for doc in docs:
+            name = doc["metadata"]["name"]
+            try:
+                installed.append(await request_json(self._api, "POST", _CRD_PATH, doc))
+            except RestError as e:
+                if e.status != 409:
+                    raise
+                current = await request_json(self._api, "GET", f"{_CRD_PATH}/{name}")
+                doc = {
+                    **doc,
+                    "metadata": {
+                        **doc["metadata"],
+                        "resourceVersion": current["metadata"]["resourceVersion"],
+                    },
+                }
+                installed.append(await request_json(self._api, "PUT", f"{_CRD_PATH}/{name}", doc))
+        await self.wait_for_crds([d["metadata"]["name"] for d in docs])
+        return installed
+
+    async def wait_for_crds(self, names: Iterable[str], poll: float = 0.05) -> None:
+        """Until every CRD is Established and its resources appear in discovery (envtest's WaitForCRDs)."""
+        assert self._api is not None
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.crd_install_timeout
+        pending = list(names)
+        while pending:
+            name = pending[0]
+            crd = await request_json(self._api, "GET", f"{_CRD_PATH}/{name}")
+            established = any(
+                c.get("type") == "Established" and c.get("status") == "True"
+                for c in (crd.get("status") or {}).get("conditions") or []
+            )
+            if established and await self._served(crd):
+                pending.pop(0)
+                continue
+            if loop.time() > deadline:
+                raise TimeoutError(f"CRD {name} not established within {self.crd_install_timeout}s")
+            await asyncio.sleep(poll)
+
+    async def _served(self, crd: dict[str, Any]) -> bool:
+        assert self._api is not None
+        spec = crd["spec"]
+        plural = spec["names"]["plural"]
+        for v in spec.get("versions") or []:
+            if not v.get("served"):
+                continue
+            try:
+                doc = await request_json(self._api, "GET", f"/apis/{spec['group']}/{v['name']}")
+            except RestError:
+                return False
+            if not any(r.get("name") == plural for r in doc.get("resources") or []):
+                return False
+        return True
+
+    # -- convenience ------------------------------------------------------------------------------
+
+    async def create_namespace(self, name: str | None = None, *, generate_name: str = "test-") -> str:
+        assert self._api is not None
+        meta = {"name": name} if name else {"generateName": generate_name}
+        ns = await request_json(
+            self._api,
+            "POST",
+            "/api/v1/namespaces",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": meta},
+        )
+        return str(ns["metadata"]["name"])
+
+    async def delete_namespace(self, name: str) -> None:
+        assert self._api is not None
+        with contextlib.suppress(RestError):
+            await request_json(self._api, "DELETE", f"/api/v1/namespaces/{name}")

@@ -1,0 +1,76 @@
+"""pytest fixtures for envtest: one API server per session, a fresh namespace per test.
+
+Registered through the ``pytest11`` entry point ``kuberay_envtest``. Fixtures:
+
+* ``envtest`` (session): a started :class:`Environment`; CRDs from the ``envtest_crd_paths`` ini
+  option are installed. Built-in fault knobs are on ``envtest.server`` (``None`` in real mode).
+* ``envtest_sim`` (session): a second Environment with the cluster simulator running.
+* ``k8s``: a :class:`kuberay_py.client.Client` on ``envtest``, closed after the test.
+* ``namespace``: a new namespace name (``generateName: test-``), deleted after the test.
+
+Tests marked ``builtin_only`` are skipped when a real kube-apiserver is in use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+import pytest
+import pytest_asyncio
+
+from .environment import Environment, uses_real_apiserver
+
+if TYPE_CHECKING:
+    from kuberay_py.client import Client
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        "envtest_crd_paths", "CRD files/directories the envtest fixture installs", type="paths", default=[]
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "builtin_only: needs the built-in API server's fault-injection knobs")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not uses_real_apiserver():
+        return
+    skip = pytest.mark.skip(reason="uses built-in API server knobs; a real kube-apiserver is in use")
+    for item in items:
+        if item.get_closest_marker("builtin_only") is not None:
+            item.add_marker(skip)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def envtest(pytestconfig: pytest.Config) -> AsyncIterator[Environment]:
+    paths = [str(p) for p in pytestconfig.getini("envtest_crd_paths")]
+    async with Environment(paths) as env:
+        yield env
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def envtest_sim(pytestconfig: pytest.Config) -> AsyncIterator[Environment]:
+    paths = [str(p) for p in pytestconfig.getini("envtest_crd_paths")]
+    async with Environment(paths, simulate=True) as env:
+        yield env
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def k8s(envtest: Environment) -> AsyncIterator[Client]:
+    client = envtest.new_client()
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def namespace(envtest: Environment) -> AsyncIterator[str]:
+    name = await envtest.create_namespace()
+    try:
+        yield name
+    finally:
+        await envtest.delete_namespace(name)
