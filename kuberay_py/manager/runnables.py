@@ -5,7 +5,9 @@ leader-election runnables) because shutdown order matters: controllers must stop
 caches they read, and the lease must outlive the controllers so no successor starts reconciling
 while this process still is. Each group here owns an anyio task group; stopping a group first
 asks its members to finish (their ``stop`` callbacks, e.g. ``Controller.stop``), waits up to a
-deadline for them to return, then cancels whatever is left.
+deadline for them to return, then cancels whatever is left. A member registered without a
+``stop`` callback is cancelled at once (cancellation is its stop signal, like a Go runnable's
+context), and can clean up in ``finally``.
 
 A runnable that raises is logged and reported through ``on_error`` (the manager then shuts
 down and re-raises it), mirroring controller-runtime, where a runnable's error ends ``Start``.
@@ -64,8 +66,9 @@ class RunnableGroup:
         self._on_error = on_error
         self._tg: TaskGroup | None = None
         self._scope: anyio.CancelScope | None = None
-        self._queued: list[tuple[str, Runnable]] = []
+        self._queued: list[tuple[str, Runnable, bool]] = []
         self._stoppers: list[Callable[[], None]] = []
+        self._unhooked: set[anyio.CancelScope] = set()
         self._active = 0
         self._idle = asyncio.Event()
         self._idle.set()
@@ -80,9 +83,9 @@ class RunnableGroup:
         if stop is not None:
             self._stoppers.append(stop)
         if self.started:
-            self._spawn(name, fn)
+            self._spawn(name, fn, stop is not None)
         else:
-            self._queued.append((name, fn))
+            self._queued.append((name, fn, stop is not None))
 
     async def serve(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
         """Host the group's task group (run inside the manager's root task group)."""
@@ -103,23 +106,28 @@ class RunnableGroup:
             return
         self.started = True
         queued, self._queued = self._queued, []
-        for name, fn in queued:
-            self._spawn(name, fn)
+        for name, fn, hooked in queued:
+            self._spawn(name, fn, hooked)
 
-    def _spawn(self, name: str, fn: Runnable) -> None:
+    def _spawn(self, name: str, fn: Runnable, hooked: bool) -> None:
         if self._tg is None:
             raise RuntimeError(f"the {self.name} runnable group is not being served")
         self._active += 1
         self._idle.clear()
-        self._tg.start_soon(self._guard, name, fn, name=f"{self.name}:{name}")
+        self._tg.start_soon(self._guard, name, fn, hooked, name=f"{self.name}:{name}")
 
-    async def _guard(self, name: str, fn: Runnable) -> None:
+    async def _guard(self, name: str, fn: Runnable, hooked: bool) -> None:
+        scope = anyio.CancelScope()
+        if not hooked:
+            self._unhooked.add(scope)
         try:
-            await fn()
+            with scope:
+                await fn()
         except Exception as err:
             log.error("runnable failed", group=self.name, runnable=name, exc_info=err)
             self._on_error(name, err)
         finally:
+            self._unhooked.discard(scope)
             self._active -= 1
             if self._active == 0:
                 self._idle.set()
@@ -132,11 +140,13 @@ class RunnableGroup:
                 stopper()
             except Exception as err:  # a broken stop hook must not block the rest of the shutdown
                 log.error("runnable stop hook failed", group=self.name, exc_info=err)
+        for scope in list(self._unhooked):  # without a stop hook, cancellation is the stop signal
+            scope.cancel()
         graceful = True
-        if self._active and timeout != 0:
-            graceful = await wait_or_timeout([self._idle.wait()], timeout, clock, abort=abort)
-        elif self._active:
-            graceful = False
+        if self._active > len(self._unhooked):  # members with a stop hook are still finishing
+            graceful = timeout != 0 and await wait_or_timeout(
+                [self._idle.wait()], timeout, clock, abort=abort
+            )
         if not graceful:
             log.warning("runnables did not stop in time, cancelling them", group=self.name,
                         still_running=self._active)

@@ -67,7 +67,7 @@ async def test_members_still_running_at_the_deadline_are_cancelled() -> None:
             cancelled.append(True)
             raise
 
-    group.add("stubborn", stubborn)
+    group.add("stubborn", stubborn, stop=lambda: None)  # asked to stop, ignores it
     async with anyio.create_task_group() as tg:
         await tg.start(group.serve)
         group.start()
@@ -84,7 +84,7 @@ async def test_members_still_running_at_the_deadline_are_cancelled() -> None:
 async def test_abort_event_cuts_the_graceful_wait_short() -> None:
     clock = FakeClock()
     group = RunnableGroup("g", lambda n, e: None)
-    group.add("forever", anyio.sleep_forever)
+    group.add("forever", anyio.sleep_forever, stop=lambda: None)
     abort = asyncio.Event()
     async with anyio.create_task_group() as tg:
         await tg.start(group.serve)
@@ -118,3 +118,22 @@ async def test_a_failing_runnable_is_reported_and_does_not_kill_its_siblings() -
         assert [n for n, _ in errors] == ["boom"] and str(errors[0][1]) == "cache died"
         assert sibling_alive.is_set()
         await group.stop(0, FakeClock())
+
+
+async def test_a_member_without_stop_hook_is_cancelled_at_once() -> None:
+    group = RunnableGroup("g", lambda n, e: None)
+    cleaned = asyncio.Event()
+
+    async def plain() -> None:
+        try:
+            await anyio.sleep_forever()
+        finally:
+            cleaned.set()
+
+    group.add("plain", plain)
+    async with anyio.create_task_group() as tg:
+        await tg.start(group.serve)
+        group.start()
+        await settle()
+        assert await group.stop(30, FakeClock()) is True  # no virtual time had to pass
+    assert cleaned.is_set()

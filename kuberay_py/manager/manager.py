@@ -1,0 +1,308 @@
+"""The manager: one process's client, cache, controllers, servers, lease and shutdown.
+
+Start order (controller-runtime's ``cm.Start``): HTTP servers (metrics, probes) first, so probes
+answer while the rest warms up; then the caches, and ``/readyz`` turns ready once they have
+synced; then the runnables that do not need leadership (the event writer among them); then, with
+leader election on, the Lease is acquired and only then do controllers and other leader-only
+runnables start.
+
+Stop order, on :meth:`Manager.stop`, SIGTERM/SIGINT, or a runnable failing: ``/readyz`` turns
+unready first (so the Service stops routing here), then non-leader runnables and controllers are
+asked to finish — reconciles in flight complete, nothing new starts — within
+``graceful_shutdown_timeout``; then the lease is released (after the controllers, so no
+successor reconciles alongside us), pending events get a last chance to be written, caches stop,
+and the servers close last. :meth:`run` then returns normally (exit code 0).
+
+Losing the lease is different: another process may already be reconciling, so everything is
+cancelled at once (controller-runtime sets the timeout to 0) and :meth:`run` raises
+:class:`LeaderElectionLost`; the process must exit non-zero and be restarted as a candidate.
+A second SIGTERM/SIGINT while draining cancels the drain, like controller-runtime's second signal.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import anyio
+from aiohttp import web
+
+from kuberay_py.cache import Cache
+from kuberay_py.client import Client, ClientConfig
+from kuberay_py.clock import Clock, RealClock
+from kuberay_py.controller import Builder, Controller
+from kuberay_py.log import get_logger
+from kuberay_py.manager.events import EventBroadcaster, EventRecorder
+from kuberay_py.manager.healthz import Checker, HealthChecks, ping
+from kuberay_py.manager.leaderelection import MASTER_STATUS, LeaderElector
+from kuberay_py.manager.leaselock import LeaseLock
+from kuberay_py.manager.options import ManagerOptions
+from kuberay_py.manager.runnables import RunnableGroup, wait_or_timeout
+from kuberay_py.manager.servers import HTTPServer, metrics_app
+
+__all__ = ["LeaderElectionLost", "Manager"]
+
+log = get_logger(__name__)
+
+SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+class LeaderElectionLost(RuntimeError):
+    """The lease could not be renewed: stop now and let the process restart (exit non-zero)."""
+
+
+def _leader_election_namespace(options: ManagerOptions) -> str:
+    if options.leader_election_namespace:
+        return options.leader_election_namespace
+    try:
+        return SERVICE_ACCOUNT_NAMESPACE.read_text().strip()
+    except OSError:
+        raise ValueError(
+            "unable to find leader election namespace: not running in-cluster, "
+            "please set leader_election_namespace (--leader-election-namespace)"
+        ) from None
+
+
+class Manager:
+    """Runs caches, controllers and runnables; see the module docstring for the lifecycle.
+
+    Example::
+
+        mgr = Manager(await load_config(), ManagerOptions(leader_election=True,
+                                                           leader_election_namespace="ray-system"))
+        mgr.controller("raycluster").for_(RAYCLUSTERS).owns(PODS).complete(reconciler)
+        await mgr.run()   # returns on SIGTERM after draining; raises LeaderElectionLost
+    """
+
+    def __init__(self, config: ClientConfig, options: ManagerOptions | None = None, *,
+                 clock: Clock | None = None) -> None:
+        self.options = options = options or ManagerOptions()
+        self.clock: Clock = clock or RealClock()
+        self.client = Client(config, clock=self.clock)
+        self.cache = Cache(self.client, namespaces=options.namespaces, selectors=options.cache_selectors,
+                           resync_period=options.sync_period, clock=self.clock)
+        self.events = EventBroadcaster(self.client, clock=self.clock, max_pending=options.event_buffer_size)
+        self.elector: LeaderElector | None = None
+        if options.leader_election:
+            lock = LeaseLock(self.client, _leader_election_namespace(options), options.leader_election_id,
+                             options.leader_election_identity)
+            self.elector = LeaderElector(
+                lock, name=options.leader_election_id, lease_duration=options.lease_duration,
+                renew_deadline=options.renew_deadline, retry_period=options.retry_period, clock=self.clock,
+            )
+        self.healthz = HealthChecks("/healthz")
+        self.readyz = HealthChecks("/readyz")
+        self.healthz.add("ping", ping)
+        self.readyz.add("informer-sync", self._check_synced)
+        self.readyz.add("shutdown", self._check_not_stopping)
+        health_app = web.Application()
+        self.healthz.install(health_app)
+        self.readyz.install(health_app)
+        self._metrics_server = HTTPServer("metrics", metrics_app(), options.metrics_bind_address)
+        self._health_server = HTTPServer("health", health_app, options.health_probe_bind_address)
+
+        self._errors: list[BaseException] = []
+        self._caches = RunnableGroup("caches", self._runnable_failed)
+        self._others = RunnableGroup("others", self._runnable_failed)
+        self._event_writer = RunnableGroup("events", self._runnable_failed)
+        self._leader = RunnableGroup("leader-election", self._runnable_failed)
+        self._controllers: dict[str, Controller] = {}
+        self._stop_requested = asyncio.Event()
+        self._force = asyncio.Event()
+        self._synced = False
+        self._stopping = False
+        self._lost = False
+        self._running = False
+        self._hold_scope: anyio.CancelScope | None = None  # made in run(): needs a running loop
+        self.elected = asyncio.Event()  # set once leader-only runnables have been started
+
+    # -- registration --------------------------------------------------------------------------
+
+    def controller(self, name: str) -> Builder:
+        """A builder whose finished controller this manager runs (after winning the lease)."""
+        if name in self._controllers:
+            raise ValueError(f"controller name {name!r} is already used; names must be unique")
+        return Builder(name, self.cache, clock=self.clock, on_complete=self._add_controller)
+
+    def _add_controller(self, controller: Controller) -> None:
+        if controller.name in self._controllers:
+            raise ValueError(f"controller name {controller.name!r} is already used; names must be unique")
+        self._controllers[controller.name] = controller
+        self._leader.add(f"controller:{controller.name}", controller.run, stop=controller.stop)
+
+    @property
+    def controllers(self) -> dict[str, Controller]:
+        return dict(self._controllers)
+
+    def add_runnable(self, fn: Callable[[], Awaitable[None]], *, needs_leader_election: bool = True,
+                     name: str | None = None, stop: Callable[[], None] | None = None) -> None:
+        """Run ``fn`` with the manager. Leader-only runnables start after the lease is won.
+
+        ``stop`` (optional) is called at shutdown to ask ``fn`` to finish on its own; otherwise it
+        is cancelled once the others have drained or the graceful timeout has passed.
+        """
+        group = self._leader if needs_leader_election else self._others
+        group.add(name or str(getattr(fn, "__qualname__", repr(fn))), fn, stop=stop)
+
+    def add_healthz_check(self, name: str, check: Checker) -> None:
+        self.healthz.add(name, check)
+
+    def add_readyz_check(self, name: str, check: Checker) -> None:
+        self.readyz.add(name, check)
+
+    def event_recorder(self, component: str) -> EventRecorder:
+        return self.events.recorder(component)
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def metrics_url(self) -> str | None:
+        return self._metrics_server.url
+
+    @property
+    def health_url(self) -> str | None:
+        return self._health_server.url
+
+    @property
+    def is_leader(self) -> bool:
+        return self.elector is None or self.elector.is_leader()
+
+    def _check_synced(self) -> None:
+        if not self._synced:
+            raise RuntimeError("caches have not synced yet")
+
+    def _check_not_stopping(self) -> None:
+        if self._stopping:
+            raise RuntimeError("shutting down")
+
+    def _runnable_failed(self, name: str, err: BaseException) -> None:
+        self._errors.append(err)
+        self._stop_requested.set()
+
+    def stop(self) -> None:
+        """Begin a graceful shutdown; :meth:`run` returns once it is complete. Safe to call twice."""
+        self._stopping = True
+        self._stop_requested.set()
+
+    def _on_signal(self, signum: int) -> None:
+        if self._stop_requested.is_set():
+            log.warning("second signal received, cancelling the graceful shutdown",
+                        signal=signal.Signals(signum).name)
+            self._force.set()
+            return
+        log.info("signal received, shutting down", signal=signal.Signals(signum).name)
+        self.stop()
+
+    @contextmanager
+    def _signal_handlers(self, install: bool) -> Iterator[None]:
+        if not install:
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        sigs = (signal.SIGTERM, signal.SIGINT)
+        for sig in sigs:
+            loop.add_signal_handler(sig, self._on_signal, sig)
+        try:
+            yield
+        finally:
+            for sig in sigs:
+                loop.remove_signal_handler(sig)
+
+    # -- running ---------------------------------------------------------------------------------
+
+    async def run(self, *, install_signal_handlers: bool = True) -> None:
+        """Run until :meth:`stop`, SIGTERM/SIGINT, a runnable's failure, or the loss of the lease."""
+        if self._running:
+            raise RuntimeError("the manager is already running")
+        self._running = True
+        self._hold_scope = anyio.CancelScope()
+        try:
+            await self._health_server.start()
+            await self._metrics_server.start()
+            with self._signal_handlers(install_signal_handlers):
+                async with anyio.create_task_group() as root:
+                    for group in (self._caches, self._others, self._event_writer, self._leader):
+                        await root.start(group.serve)
+                    root.start_soon(self._start_up, root, name="manager:start-up")
+                    await self._stop_requested.wait()
+                    await self._shut_down()
+                    root.cancel_scope.cancel()
+        finally:
+            await self._metrics_server.stop()
+            await self._health_server.stop()
+            await self.client.close()
+            self._running = False
+        if self._lost:
+            raise LeaderElectionLost(f"leader election lost: lease {self.options.leader_election_id}")
+        if self._errors:
+            raise self._errors[0]
+        log.info("manager stopped")
+
+    async def _start_up(self, root: anyio.abc.TaskGroup) -> None:
+        try:
+            self._caches.add("cache", self.cache.run)
+            self._caches.start()
+            synced = await self.cache.wait_for_cache_sync(timeout=self.options.cache_sync_timeout)
+            if not synced:
+                raise TimeoutError(
+                    f"caches did not sync within {self.options.cache_sync_timeout}s; check the API "
+                    "server's reachability and the operator's RBAC for list/watch"
+                )
+            self._synced = True
+            log.info("caches synced")
+            self._event_writer.add("event-writer", self.events.run)
+            self._event_writer.start()
+            self._others.start()
+            if self.elector is not None:
+                await self.elector.acquire()
+                root.start_soon(self._hold_lease, name="manager:lease")
+            log.info("starting leader-election runnables", controllers=sorted(self._controllers))
+            self._leader.start()
+            self.elected.set()
+        except Exception as err:
+            log.error("manager failed to start", exc_info=err)
+            self._runnable_failed("start-up", err)
+
+    async def _hold_lease(self) -> None:
+        assert self.elector is not None and self._hold_scope is not None
+        with self._hold_scope:
+            await self.elector.hold()
+        if self._hold_scope.cancel_called:
+            return
+        if not self._stopping:
+            log.error("leader election lost, stopping at once", lease=self.options.leader_election_id)
+            self._lost = True
+            self._stop_requested.set()
+
+    async def _shut_down(self) -> None:
+        self._stopping = True
+        timeout: float | None = self.options.graceful_shutdown_timeout
+        if self._lost:
+            timeout = 0.0  # someone else may be leading already: do not reconcile one more step
+        deadline = None if timeout is None or timeout < 0 else self.clock.now() + timeout
+
+        def remaining() -> float | None:
+            return None if deadline is None else max(0.0, deadline - self.clock.now())
+
+        log.info("stopping: draining runnables", graceful_shutdown_timeout=timeout)
+        others = self._others.stop(remaining(), self.clock, abort=self._force)
+        leaders = self._leader.stop(remaining(), self.clock, abort=self._force)
+        results = await asyncio.gather(others, leaders)
+        if self._hold_scope is not None:
+            self._hold_scope.cancel()  # stop renewing only now, so no successor overlapped the drain
+        if self.elector is not None and self.elector.is_leader() and not self._lost:
+            if self.options.leader_election_release_on_cancel:
+                await self.elector.release()
+        # Let events emitted during the drain reach the API server if there is time left.
+        if not self._lost:
+            await wait_or_timeout([self.events.wait_idle()], remaining(), self.clock, abort=self._force)
+        await self._event_writer.stop(0, self.clock)
+        await self._caches.stop(0, self.clock)
+        if not all(results):
+            log.warning("graceful shutdown timed out; in-flight work was cancelled")
+        if self.elector is not None:
+            MASTER_STATUS.labels(name=self.elector.name).set(0)
+
