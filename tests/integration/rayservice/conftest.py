@@ -1,0 +1,258 @@
+"""The real manager with the RayCluster and RayService controllers on envtest, plus a fake Ray.
+
+As in KubeRay's envtest suite there is no kubelet: tests drive Pod status by hand and create the
+serve Service's EndpointSlices themselves. The head Pods' Ray is one local aiohttp app serving the
+dashboard's Serve REST API and the proxy's ``/-/healthz`` on 127.0.0.1 (Pods get that IP).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from aiohttp import web
+
+from controllers import constants as c
+from controllers.raycluster.reconciler import cache_selectors
+from controllers.raycluster.reconciler import setup as setup_raycluster
+from controllers.rayservice.reconciler import RayServiceOptions
+from controllers.rayservice.setup import RayServiceController
+from controllers.rayservice.setup import setup as setup_rayservice
+from kuberay_py.client import Client, NotFound
+from kuberay_py.client.resources import CRDS, ENDPOINTSLICES, PODS
+from kuberay_py.envtest import Environment
+from kuberay_py.manager.manager import Manager
+from kuberay_py.manager.options import ManagerOptions
+
+ROOT = Path(__file__).resolve().parents[3]
+CRD_DIR = ROOT / "config" / "crd" / "bases"
+SAMPLES = ROOT / "tests" / "scenario" / "samples"
+
+
+@dataclass
+class FakeRay:
+    """One Ray head's dashboard (Serve REST API) and Serve proxy, as far as the operator sees them."""
+
+    dashboard_port: int = 0
+    proxy_port: int = 0
+    puts: list[dict[str, Any]] = field(default_factory=list)
+    apps: dict[str, str] = field(default_factory=dict)  # app name -> status
+    put_status: int = 200
+    put_body: str = ""
+    auto_running: bool = True
+    proxy_status: int = 200
+    hang_gets: bool = False
+    gets: int = 0
+    release: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def serve_get(self, request: web.Request) -> web.Response:
+        self.gets += 1
+        if self.hang_gets:
+            await self.release.wait()
+        apps = {
+            name: {
+                "name": name,
+                "status": status,
+                "message": "",
+                "deployments": {
+                    "D": {"name": "D", "status": "HEALTHY" if status == "RUNNING" else "UPDATING"}
+                },
+            }
+            for name, status in self.apps.items()
+        }
+        return web.json_response({"controller_info": {}, "proxies": {}, "applications": apps})
+
+    async def serve_put(self, request: web.Request) -> web.Response:
+        body = await request.json()
+        if self.put_status != 200:
+            return web.Response(status=self.put_status, text=self.put_body)
+        self.puts.append(body)
+        self.apps = {
+            a["name"]: ("RUNNING" if self.auto_running else "DEPLOYING") for a in body["applications"]
+        }
+        return web.Response(status=200)
+
+    async def healthz(self, request: web.Request) -> web.Response:
+        return web.Response(status=self.proxy_status, text="success" if self.proxy_status == 200 else "no")
+
+
+@pytest.fixture
+async def fake_ray() -> AsyncIterator[FakeRay]:
+    fake = FakeRay()
+    dash = web.Application()
+    dash.router.add_get("/api/serve/applications/", fake.serve_get)
+    dash.router.add_put("/api/serve/applications/", fake.serve_put)
+    proxy = web.Application()
+    proxy.router.add_get("/-/healthz", fake.healthz)
+    runners = []
+    for app, attr in ((dash, "dashboard_port"), (proxy, "proxy_port")):
+        runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        setattr(fake, attr, site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        runners.append(runner)
+    yield fake
+    fake.release.set()
+    for r in runners:
+        await r.cleanup()
+
+
+async def ensure_crds(env: Environment, client: Client) -> None:
+    try:
+        await client.get(CRDS, "rayservices.ray.io")
+    except NotFound:
+        await env.install_crds([str(CRD_DIR)])
+        await env.wait_for_crds(["rayclusters.ray.io", "rayservices.ray.io"])
+
+
+@dataclass
+class Operator:
+    manager: Manager
+    rayservice: RayServiceController
+    task: asyncio.Task[None]
+
+
+@pytest.fixture
+async def start_operator(
+    envtest: Environment, k8s: Client
+) -> AsyncIterator[Callable[..., Awaitable[Operator]]]:
+    await ensure_crds(envtest, k8s)
+    running: list[Operator] = []
+
+    async def start(**options: Any) -> Operator:
+        mgr = Manager(
+            envtest.client_config,
+            ManagerOptions(
+                metrics_bind_address="0",
+                health_probe_bind_address="0",
+                cache_selectors=cache_selectors(),
+                graceful_shutdown_timeout=5.0,
+            ),
+        )
+        setup_raycluster(mgr)
+        rs = setup_rayservice(
+            mgr,
+            head_check_period=options.pop("head_check_period", 0.3),
+            options=RayServiceOptions(
+                serve_poll_interval=options.pop("serve_poll_interval", 0.2),
+                env=options.pop("env", {}),
+            ),
+        )
+        task = asyncio.create_task(mgr.run(install_signal_handlers=False))
+        op = Operator(mgr, rs, task)
+        running.append(op)
+        return op
+
+    yield start
+    for op in running:
+        await stop_operator(op)
+
+
+async def stop_operator(op: Operator) -> None:
+    if op.task.done():
+        return
+    op.manager.stop()
+    try:
+        await asyncio.wait_for(op.task, 15)
+    except (TimeoutError, Exception):
+        op.task.cancel()
+
+
+def rayservice_manifest(fake: FakeRay, name: str = "rs", workers: int = 1) -> dict[str, Any]:
+    """KubeRay's sample, pointed at the fake Ray's ports, with a small serve config."""
+    obj: dict[str, Any] = yaml.safe_load((SAMPLES / "ray-service.sample.yaml").read_text())
+    obj["metadata"] = {"name": name}
+    obj["spec"]["serveConfigV2"] = yaml.safe_dump(
+        {"applications": [{"name": "fruit_app", "import_path": "fruit:app", "route_prefix": "/fruit"}]}
+    )
+    spec = obj["spec"]["rayClusterConfig"]
+    spec["headGroupSpec"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"name": "dashboard", "containerPort": fake.dashboard_port},
+        {"name": "serve", "containerPort": fake.proxy_port},
+    ]
+    group = spec["workerGroupSpecs"][0]
+    group.update(replicas=workers, minReplicas=workers, maxReplicas=max(5, workers))
+    group["template"]["spec"]["containers"][0]["ports"] = [
+        {"name": "serve", "containerPort": fake.proxy_port}
+    ]
+    return copy.deepcopy(obj)
+
+
+async def eventually(fn: Callable[[], Awaitable[Any]], timeout: float = 20.0, what: str = "condition") -> Any:
+    """Poll ``fn`` until it returns something truthy (like Gomega's Eventually)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = await fn()
+        except NotFound:
+            last = None
+        if last:
+            return last
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+        await asyncio.sleep(0.05)
+
+
+async def mark_pods_ready(client: Client, namespace: str, cluster: str) -> list[dict[str, Any]]:
+    """What the kubelet would do: Running, Ready, an IP (the fake Ray listens on 127.0.0.1)."""
+    pods = (await client.list(PODS, namespace, label_selector=f"{c.RAY_CLUSTER_LABEL_KEY}={cluster}"))[
+        "items"
+    ]
+    out = []
+    for pod in pods:
+        if (pod.get("status") or {}).get("phase") == "Running":
+            out.append(pod)
+            continue
+        pod["status"] = {
+            "phase": "Running",
+            "podIP": "127.0.0.1",
+            "podIPs": [{"ip": "127.0.0.1"}],
+            "conditions": [{"type": "Ready", "status": "True"}],
+        }
+        out.append(await client.update_status(PODS, pod))
+    return out
+
+
+async def put_endpoint_slice(
+    client: Client, namespace: str, service: str, pods: list[dict[str, Any]], port: int
+) -> None:
+    """What the EndpointSlice controller would publish for the serve Service."""
+    body = {
+        "apiVersion": "discovery.k8s.io/v1",
+        "kind": "EndpointSlice",
+        "metadata": {
+            "name": f"{service}-manual",
+            "namespace": namespace,
+            "labels": {"kubernetes.io/service-name": service},
+        },
+        "addressType": "IPv4",
+        "endpoints": [
+            {
+                "addresses": ["127.0.0.1"],
+                "conditions": {"ready": True},
+                "targetRef": {
+                    "kind": "Pod",
+                    "name": p["metadata"]["name"],
+                    "namespace": namespace,
+                    "uid": p["metadata"]["uid"],
+                },
+            }
+            for p in pods
+        ],
+        "ports": [{"name": "serve", "port": port, "protocol": "TCP"}],
+    }
+    try:
+        existing = await client.get(ENDPOINTSLICES, body["metadata"]["name"], namespace)
+    except NotFound:
+        await client.create(ENDPOINTSLICES, body, namespace)
+        return
+    existing["endpoints"] = body["endpoints"]
+    await client.update(ENDPOINTSLICES, existing)

@@ -1,0 +1,293 @@
+"""KubeRay's RayService envtest scenarios ("After a RayService is running") on our envtest."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from controllers import constants as c
+from controllers.rayservice.cluster import DELETION_DEADLINE_ANNOTATION_KEY
+from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
+from kuberay_py.client import Client, NotFound
+from kuberay_py.client.resources import EVENTS, PODS, SERVICES
+
+from .conftest import eventually, mark_pods_ready, put_endpoint_slice, rayservice_manifest, stop_operator
+
+
+def cond(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    for item in (obj.get("status") or {}).get("conditions") or []:
+        if item["type"] == type_:
+            return item
+    return {}
+
+
+async def events_for(client: Client, namespace: str, name: str) -> list[dict[str, Any]]:
+    items = (await client.list(EVENTS, namespace))["items"]
+    return [e for e in items if (e.get("regarding") or {}).get("name") == name]
+
+
+async def bring_up(k8s: Client, namespace: str, fake: Any, name: str = "rs") -> dict[str, Any]:
+    """Create the RayService, play kubelet and EndpointSlice controller, wait until Ready."""
+    await k8s.create(RAYSERVICES, rayservice_manifest(fake, name), namespace)
+
+    async def pending_cluster() -> str:
+        svc = await k8s.get(RAYSERVICES, name, namespace)
+        return str(((svc.get("status") or {}).get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+
+    cluster = await eventually(pending_cluster, what="a pending cluster name")
+    await eventually(lambda: k8s.get(RAYCLUSTERS, cluster, namespace), what="the RayCluster")
+
+    async def pods_ready() -> list[dict[str, Any]]:
+        pods = await mark_pods_ready(k8s, namespace, cluster)
+        return pods if len(pods) == 2 else []
+
+    pods = await eventually(pods_ready, what="head and worker Pods")
+
+    async def head_labelled() -> bool:
+        head = await k8s.get(
+            PODS, next(p for p in pods if "head" in p["metadata"]["name"])["metadata"]["name"], namespace
+        )
+        return head["metadata"]["labels"].get(c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY) == "true"
+
+    await eventually(head_labelled, what="the head labelled ray.io/serve=true")
+    await eventually(lambda: k8s.get(SERVICES, f"{name}-serve-svc", namespace), what="the serve Service")
+    await put_endpoint_slice(k8s, namespace, f"{name}-serve-svc", pods, fake.proxy_port)
+
+    async def ready() -> dict[str, Any] | None:
+        svc = await k8s.get(RAYSERVICES, name, namespace)
+        return svc if cond(svc, "Ready").get("status") == "True" else None
+
+    return dict(await eventually(ready, what="Ready=True"))
+
+
+async def test_rayservice_comes_up_and_is_ready(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator()
+    svc = await bring_up(k8s, namespace, fake_ray)
+    status = svc["status"]
+    cluster_name = status["activeServiceStatus"]["rayClusterName"]
+    assert cluster_name.startswith("rs-") and len(cluster_name) == len("rs-") + 5
+    assert not (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+    assert status["numServeEndpoints"] == 2
+    assert status["serviceStatus"] == "Running"
+    assert status["observedGeneration"] == svc["metadata"]["generation"]
+    assert cond(svc, "Ready")["reason"] == "NonZeroServeEndpoints"
+    assert cond(svc, "UpgradeInProgress")["reason"] == "NoPendingCluster"
+    assert status["activeServiceStatus"]["applicationStatuses"]["fruit_app"]["status"] == "RUNNING"
+    assert c.RAYSERVICE_FINALIZER in svc["metadata"]["finalizers"]
+
+    # the config went to the dashboard as JSON, exactly serveConfigV2
+    assert fake_ray.puts == [yaml.safe_load(svc["spec"]["serveConfigV2"])]
+
+    cluster = await k8s.get(RAYCLUSTERS, cluster_name, namespace)
+    assert cluster["metadata"]["labels"]["ray.io/originated-from-cr-name"] == "rs"
+    assert cluster["metadata"]["labels"]["ray.io/originated-from-crd"] == "RayService"
+    assert c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY in cluster["metadata"]["annotations"]
+    assert cluster["metadata"]["ownerReferences"][0]["uid"] == svc["metadata"]["uid"]
+
+    serve = await k8s.get(SERVICES, "rs-serve-svc", namespace)
+    assert serve["spec"]["selector"] == {"ray.io/cluster": cluster_name, "ray.io/serve": "true"}
+    assert [p["port"] for p in serve["spec"]["ports"]] == [fake_ray.proxy_port]
+    head = await k8s.get(SERVICES, "rs-head-svc", namespace)
+    assert head["spec"]["selector"]["ray.io/cluster"] == cluster_name
+
+    reasons = {e["reason"] for e in await events_for(k8s, namespace, "rs")}
+    assert {
+        "CreatedRayCluster",
+        "UpdatedServeApplications",
+        "UpdatedHeadPodServeLabel",
+        "CreatedService",
+    } <= reasons
+
+
+async def test_replica_change_and_serve_config_update_stay_in_place(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator()
+    svc = await bring_up(k8s, namespace, fake_ray)
+    active = svc["status"]["activeServiceStatus"]["rayClusterName"]
+
+    svc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["replicas"] = 3
+    svc = await k8s.update(RAYSERVICES, svc)
+
+    async def observed(generation: int) -> dict[str, Any] | None:
+        cur = await k8s.get(RAYSERVICES, "rs", namespace)
+        return cur if cur["status"].get("observedGeneration") == generation else None
+
+    cur = await eventually(
+        lambda: observed(svc["metadata"]["generation"]), what="the replica change observed"
+    )
+    assert not (cur["status"].get("pendingServiceStatus") or {}).get("rayClusterName")
+    assert len((await k8s.list(RAYCLUSTERS, namespace))["items"]) == 1
+
+    config = yaml.safe_load(cur["spec"]["serveConfigV2"])
+    config["applications"].append({"name": "veggie_app", "import_path": "veggie:app", "route_prefix": "/veg"})
+    cur["spec"]["serveConfigV2"] = yaml.safe_dump(config)
+    cur = await k8s.update(RAYSERVICES, cur)
+
+    async def new_app_reported() -> dict[str, Any] | None:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        apps = s["status"]["activeServiceStatus"].get("applicationStatuses") or {}
+        return s if "veggie_app" in apps else None
+
+    cur = await eventually(new_app_reported, what="the in-place serve config update")
+    assert cur["status"]["activeServiceStatus"]["rayClusterName"] == active
+    assert not (cur["status"].get("pendingServiceStatus") or {}).get("rayClusterName")
+    assert fake_ray.puts[-1] == config
+    assert len((await k8s.list(RAYCLUSTERS, namespace))["items"]) == 1
+
+
+async def test_zero_downtime_upgrade_promotes_then_deletes_the_old_cluster(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator()
+    svc = await bring_up(k8s, namespace, fake_ray)
+    old = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    svc["spec"]["rayClusterDeletionDelaySeconds"] = 0
+    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
+    await k8s.update(RAYSERVICES, svc)
+
+    async def pending() -> str:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        return str((s["status"].get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+
+    new = await eventually(pending, what="a pending cluster for the upgrade")
+    assert new != old
+    upgrading = await k8s.get(RAYSERVICES, "rs", namespace)
+    assert cond(upgrading, "UpgradeInProgress")["status"] == "True"
+    serve = await k8s.get(SERVICES, "rs-serve-svc", namespace)
+    assert serve["spec"]["selector"]["ray.io/cluster"] == old  # not switched before the new one is ready
+
+    async def new_pods() -> list[dict[str, Any]]:
+        pods = await mark_pods_ready(k8s, namespace, new)
+        return pods if len(pods) == 2 else []
+
+    await eventually(new_pods, what="the new cluster's Pods")
+
+    async def promoted() -> dict[str, Any] | None:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        return s if s["status"]["activeServiceStatus"].get("rayClusterName") == new else None
+
+    done = await eventually(promoted, what="promotion")
+    assert not (done["status"].get("pendingServiceStatus") or {}).get("rayClusterName")
+    serve = await k8s.get(SERVICES, "rs-serve-svc", namespace)
+    assert serve["spec"]["selector"]["ray.io/cluster"] == new
+
+    async def old_gone() -> bool:
+        try:
+            cluster = await k8s.get(RAYCLUSTERS, old, namespace)
+        except NotFound:
+            return True
+        return bool(cluster["metadata"].get("deletionTimestamp"))
+
+    await eventually(old_gone, what="the old cluster deleted")
+
+
+async def test_deletion_deadline_survives_an_operator_restart(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    op = await start_operator()
+    svc = await bring_up(k8s, namespace, fake_ray)
+    old = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"  # default 60 s deletion delay
+    await k8s.update(RAYSERVICES, svc)
+
+    async def pending() -> str:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        return str((s["status"].get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+
+    new = await eventually(pending, what="a pending cluster")
+
+    async def new_pods() -> list[dict[str, Any]]:
+        pods = await mark_pods_ready(k8s, namespace, new)
+        return pods if len(pods) == 2 else []
+
+    await eventually(new_pods, what="the new cluster's Pods")
+
+    async def deadline() -> str:
+        cluster = await k8s.get(RAYCLUSTERS, old, namespace)
+        return str((cluster["metadata"].get("annotations") or {}).get(DELETION_DEADLINE_ANNOTATION_KEY) or "")
+
+    first = await eventually(deadline, what="a deletion deadline on the old cluster")
+    await stop_operator(op)
+    await start_operator()
+    # the restarted operator keeps the deadline it finds (the cluster still exists, not re-armed) ...
+    await eventually(lambda: k8s.get(RAYSERVICES, "rs", namespace), what="the RayService")
+    cluster = await k8s.get(RAYCLUSTERS, old, namespace)
+    assert cluster["metadata"]["annotations"][DELETION_DEADLINE_ANNOTATION_KEY] == first
+    assert not cluster["metadata"].get("deletionTimestamp")
+    # ... and deletes the cluster once it has passed.
+    cluster["metadata"]["annotations"][DELETION_DEADLINE_ANNOTATION_KEY] = "2000-01-01T00:00:00Z"
+    await k8s.update(RAYCLUSTERS, cluster)
+
+    async def old_gone() -> bool:
+        try:
+            cur = await k8s.get(RAYCLUSTERS, old, namespace)
+        except NotFound:
+            return True
+        return bool(cur["metadata"].get("deletionTimestamp"))
+
+    await eventually(old_gone, what="the old cluster deleted after its deadline")
+
+
+async def test_unhealthy_head_proxy_flips_the_label(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator()
+    svc = await bring_up(k8s, namespace, fake_ray)
+    cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    fake_ray.proxy_status = 503
+
+    async def head_label() -> str:
+        pods = await k8s.list(
+            PODS, namespace, label_selector=f"ray.io/cluster={cluster},ray.io/node-type=head"
+        )
+        return str(pods["items"][0]["metadata"]["labels"].get("ray.io/serve"))
+
+    await eventually(lambda: _equals(head_label, "false"), what="ray.io/serve=false")
+    fake_ray.proxy_status = 200
+    await eventually(lambda: _equals(head_label, "true"), what="ray.io/serve=true again")
+
+
+async def _equals(fn: Any, value: str) -> bool:
+    return bool(await fn() == value)
+
+
+async def test_invalid_spec_is_reported_without_a_cluster(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator()
+    body = rayservice_manifest(fake_ray, "bad")
+    body["spec"]["rayClusterConfig"]["headGroupSpec"]["headService"] = {"metadata": {"name": "custom"}}
+    await k8s.create(RAYSERVICES, body, namespace)
+
+    async def failed() -> dict[str, Any] | None:
+        s = await k8s.get(RAYSERVICES, "bad", namespace)
+        return s if cond(s, "Ready").get("reason") == "ValidationFailed" else None
+
+    svc = await eventually(failed, what="ValidationFailed")
+    assert "headService.metadata.name" in cond(svc, "Ready")["message"]
+    assert (await k8s.list(RAYCLUSTERS, namespace))["items"] == []
+    reasons = [e["reason"] for e in await events_for(k8s, namespace, "bad")]
+    assert reasons.count("InvalidRayServiceSpec") == 1
+
+
+async def test_deleting_the_rayservice_deletes_its_clusters(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator()
+    await bring_up(k8s, namespace, fake_ray)
+    await k8s.delete(RAYSERVICES, "rs", namespace)
+
+    async def gone() -> bool:
+        try:
+            await k8s.get(RAYSERVICES, "rs", namespace)
+        except NotFound:
+            return True
+        return False
+
+    await eventually(gone, what="the RayService gone (finalizer removed)")
+    clusters = (await k8s.list(RAYCLUSTERS, namespace))["items"]
+    assert all(cl["metadata"].get("deletionTimestamp") for cl in clusters)

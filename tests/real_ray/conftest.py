@@ -1,0 +1,165 @@
+"""A real ``ray[serve]`` head standing in for a simulated head Pod's Ray.
+
+Ray binds 127.0.0.1 (``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``, see ray-serve-behaviour.md §2) while
+the simulator gives the head Pod its own loopback address; small TCP forwarders on the Pod address
+carry the dashboard, agent and Serve ports to the real processes, so the kubelet's exec probes, the
+operator's dashboard calls and the head-proxy checks all reach the real Ray through the Pod's IP.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import socket
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
+
+APP_DIR = Path(__file__).resolve().parent / "app"
+RAY_PORTS = {"gcs": 6379, "dashboard": 8265, "agent": 52365, "client": 10001}
+SERVE_PORT = 8000
+
+
+def ray_available() -> str | None:
+    """Why the real-Ray test cannot run here, or None."""
+    try:
+        import ray
+        import ray.serve  # noqa: F401
+    except ImportError as exc:
+        return f"ray[serve] is not installed ({exc}); install the 'ray' extra"
+    for port in [*RAY_PORTS.values(), SERVE_PORT]:
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                return f"127.0.0.1:{port} is in use; the real Ray head needs it"
+    return None
+
+
+class _Forwarder:
+    """One listening address forwarded byte for byte to 127.0.0.1 on the same port."""
+
+    def __init__(self, ip: str, port: int) -> None:
+        self.ip, self.port = ip, port
+        self.server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        self.server = await asyncio.start_server(self._handle, self.ip, self.port, reuse_address=True)
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.port)
+        except OSError:
+            writer.close()
+            return
+
+        async def pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, asyncio.CancelledError):
+                pass
+            finally:
+                with contextlib.suppress(Exception):
+                    dst.close()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+    async def close(self) -> None:
+        if self.server is not None:
+            self.server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.server.wait_closed(), 2)
+
+
+class RealRayHeadRuntime:
+    """A PodRuntime: the head Pod's containers are one real ``ray start --head`` on 127.0.0.1."""
+
+    def __init__(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="kr-ray-"))
+        self.started = False
+        self.forwarders: dict[str, list[_Forwarder]] = {}
+        self.env = {
+            **os.environ,
+            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+            "PYTHONPATH": os.pathsep.join([str(APP_DIR), os.environ.get("PYTHONPATH", "")]).rstrip(
+                os.pathsep
+            ),
+            "RAY_USAGE_STATS_ENABLED": "0",
+        }
+        self.ray_bin = str(Path(sys.executable).with_name("ray"))
+
+    async def _ray(self, *args: str, timeout: float = 120) -> None:
+        proc = await asyncio.create_subprocess_exec(
+            self.ray_bin,
+            *args,
+            env=self.env,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+        )
+        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        if proc.returncode != 0:
+            raise RuntimeError(f"ray {' '.join(args)} failed ({proc.returncode}): {out.decode()[-3000:]}")
+
+    async def start(self, pod: dict[str, Any], ip: str) -> None:
+        if (pod["metadata"].get("labels") or {}).get("ray.io/node-type") != "head":
+            return
+        if not self.started:
+            await self._ray(
+                "start",
+                "--head",
+                "--node-ip-address=127.0.0.1",
+                f"--port={RAY_PORTS['gcs']}",
+                "--dashboard-host=127.0.0.1",
+                f"--dashboard-port={RAY_PORTS['dashboard']}",
+                f"--dashboard-agent-listen-port={RAY_PORTS['agent']}",
+                f"--ray-client-server-port={RAY_PORTS['client']}",
+                "--num-cpus=1",
+                "--object-store-memory=200000000",
+                "--disable-usage-stats",
+                f"--temp-dir={self.tmp}",
+            )
+            self.started = True
+        forwarders = [_Forwarder(ip, p) for p in (RAY_PORTS["dashboard"], RAY_PORTS["agent"], SERVE_PORT)]
+        for f in forwarders:
+            await f.start()
+        self.forwarders[ip] = forwarders
+
+    async def stop(self, pod: dict[str, Any], ip: str) -> None:
+        for f in self.forwarders.pop(ip, []):
+            await f.close()
+
+    async def shutdown(self) -> None:
+        for ip in list(self.forwarders):
+            for f in self.forwarders.pop(ip):
+                await f.close()
+        if self.started:
+            with contextlib.suppress(Exception):
+                await self._ray("stop", "--force", timeout=60)
+            self.started = False
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@pytest.fixture
+async def real_ray_runtime() -> AsyncIterator[RealRayHeadRuntime]:
+    reason = ray_available()
+    if reason:
+        pytest.skip(reason)
+    runtime = RealRayHeadRuntime()
+    try:
+        yield runtime
+    finally:
+        await runtime.shutdown()
+
+
+async def http_get(url: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as s, s.get(url, timeout=aiohttp.ClientTimeout(total=5)) as r:
+        return r.status, await r.text()
