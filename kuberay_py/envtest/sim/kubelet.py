@@ -22,6 +22,7 @@ from collections import defaultdict
 from typing import Any
 
 import aiohttp
+import anyio
 
 from kuberay_py.client import ApiError, Client, Conflict, NotFound, resources
 from kuberay_py.clock import Clock
@@ -99,12 +100,15 @@ class Kubelet:
         try:
             await asyncio.Event().wait()
         finally:
-            for worker in list(self._workers.values()):
-                worker.removed()
-            if self._tasks:
-                await asyncio.gather(*self._tasks, return_exceptions=True)
-            if self._session is not None:
-                await self._session.close()
+            # anyio cancellation is level-triggered: shield the clean-up or its awaits are cancelled too
+            with anyio.CancelScope(shield=True):
+                for worker in list(self._workers.values()):
+                    worker.removed()
+                if self._tasks:
+                    await asyncio.gather(*self._tasks, return_exceptions=True)
+                if self._session is not None:
+                    await self._session.close()
+                    self._session = None
 
     def _spawn(self, coro: Any) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
