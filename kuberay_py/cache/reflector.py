@@ -27,7 +27,7 @@ from contextlib import aclosing
 from typing import Any, Protocol
 
 from kuberay_py.cache.backoff import Backoff
-from kuberay_py.client import ApiError, Client, Forbidden, Gone, Resource, TooManyRequests, TransportError
+from kuberay_py.client import ApiError, Client, Forbidden, Gone, Resource, TooManyRequests
 from kuberay_py.clock import Clock, RealClock
 from kuberay_py.log import get_logger
 
@@ -90,7 +90,7 @@ class Reflector:
         self.synced = False
         self.lists = 0  # how many (re)lists completed, for tests and debugging
         self.watches = 0  # how many watches were opened
-        self._watch_events = 0  # events delivered by the current/last watch
+        self._watch_healthy = False  # did the last watch deliver events or last a while?
         self._log = log.bind(resource=str(res), namespace=self.namespace or "*", selector=label_selector)
 
     async def run(self) -> None:
@@ -109,7 +109,7 @@ class Reflector:
                     "watch_expired_relisting", error=e.message, resource_version=self.last_resource_version
                 )
                 need_list = True
-                if self._watch_events:
+                if self._watch_healthy:
                     gone_streak = 0  # the watch was healthy until the server compacted past it
                 # A relist is the cure for 410, so the first one goes at once; only a 410 that
                 # comes back before any healthy watch (a server compacting faster than we
@@ -122,7 +122,6 @@ class Reflector:
                 await self._sleep_after("watch", e)
                 continue
             if healthy:
-                self.backoff.reset()
                 gone_streak = 0
             else:
                 await self._sleep_after("watch", None)
@@ -187,7 +186,8 @@ class Reflector:
         """One watch; returns whether it was healthy (delivered events or lasted a while)."""
         timeout = int(MIN_WATCH_TIMEOUT * (1.0 + self._rng.random()))
         started = self._clock.now()
-        events = self._watch_events = 0
+        events = 0
+        self._watch_healthy = False
         self.watches += 1
         stream = self.client.watch(
             self.res,
@@ -202,14 +202,13 @@ class Reflector:
             async with aclosing(stream) as watch:
                 async for event in watch:
                     events += 1
-                    self._watch_events = events
                     self._handle(event)
-        except TransportError as e:
-            if events:
-                # The stream worked for a while; resume promptly from the last version we saw.
+        finally:
+            self._watch_healthy = events > 0 or self._clock.now() - started >= VERY_SHORT_WATCH_SECONDS
+            if self._watch_healthy:
+                # The stream worked for a while, so whatever ended it starts a fresh back-off.
                 self.backoff.reset()
-            raise e
-        return events > 0 or self._clock.now() - started >= VERY_SHORT_WATCH_SECONDS
+        return self._watch_healthy
 
     def _handle(self, event: dict[str, Any]) -> None:
         etype = event["type"]
