@@ -178,7 +178,16 @@ class Client:
                 raise TransportError(f"{method} {url}: {_describe(e)}") from e
             self._observe(str(status), method, started)
             if status < 400:
-                return orjson.loads(raw) if raw else None
+                if not raw:
+                    return None
+                try:
+                    return orjson.loads(raw)
+                except orjson.JSONDecodeError as e:
+                    sample = raw[:120].decode("utf-8", "replace")
+                    raise TransportError(
+                        f"{method} {url}: {status} response is not JSON ({e}): {sample!r}",
+                        "UndecodableResponse",
+                    ) from e
             error = error_from_response(status, raw, retry_after_header=retry_after_header)
             delay = _retry_delay(status, retry_after_header)
             if delay is not None and attempt < self.config.max_retries:

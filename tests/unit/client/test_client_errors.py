@@ -20,6 +20,7 @@ from kuberay_py.client import (
     NotFound,
     ServerError,
     TooManyRequests,
+    TransportError,
     Unauthorized,
     resources,
 )
@@ -85,6 +86,18 @@ async def test_non_json_error_body_keeps_a_snippet(stub: Stub, client: Client) -
     with pytest.raises(ServerError, match="bad gateway from proxy") as info:
         await client.get(resources.PODS, "a", "ns")
     assert info.value.status == 502
+
+
+async def test_non_json_success_body_is_a_transport_error(stub: Stub, client: Client) -> None:
+    async def html(request: web.Request) -> web.StreamResponse:
+        return web.Response(
+            status=200, text="<html>login page of some proxy</html>", content_type="text/html"
+        )
+
+    stub.handler = html
+    with pytest.raises(TransportError, match="login page") as info:
+        await client.get(resources.PODS, "a", "ns")
+    assert info.value.reason == "UndecodableResponse"
 
 
 async def test_429_waits_retry_after_then_succeeds(stub: Stub) -> None:
