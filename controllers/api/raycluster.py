@@ -96,7 +96,7 @@ CONDITION_REASON = Schema(
 
 class ScaleStrategy(ApiModel):
     workers_to_delete: list[str] | None = Field(
-        None, description="Pods the autoscaler asks to delete; the operator deletes them by name."
+        default=None, description="Pods the autoscaler asks to delete; the operator deletes them by name."
     )
 
 
@@ -113,15 +113,17 @@ class HeadGroupSpec(ApiModel):
     crd_required: ClassVar[tuple[str, ...]] = ("template",)
 
     head_service: ServiceManifest | None = Field(
-        None, description="A template for the head Service; the selector and ports are forced."
+        default=None, description="A template for the head Service; the selector and ports are forced."
     )
     ingress_options: IngressOptions | None = None
-    labels: StringMap | None = Field(None, description="Ray node labels, folded into rayStartParams.")
-    ray_start_params: StringMap | None = Field(None, description="Flags for `ray start`.")
-    resources: StringMap | None = Field(None, description="Ray resources, folded into rayStartParams.")
-    service_type: str | None = Field(None, description="The head Service type (default ClusterIP).")
+    labels: StringMap | None = Field(default=None, description="Ray node labels, folded into rayStartParams.")
+    ray_start_params: StringMap | None = Field(default=None, description="Flags for `ray start`.")
+    resources: StringMap | None = Field(
+        default=None, description="Ray resources, folded into rayStartParams."
+    )
+    service_type: str | None = Field(default=None, description="The head Service type (default ClusterIP).")
     enable_ingress: bool | None = None
-    template: PodTemplateSpec | None = Field(None, description="The head Pod template.")
+    template: PodTemplateSpec | None = Field(default=None, description="The head Pod template.")
 
 
 class WorkerGroupSpec(ApiModel):
@@ -129,8 +131,8 @@ class WorkerGroupSpec(ApiModel):
 
     crd_required: ClassVar[tuple[str, ...]] = ("groupName", "maxReplicas", "minReplicas", "template")
 
-    suspend: bool | None = Field(None, description="Delete this group's Pods while true.")
-    group_name: str | None = Field(None, description="Unique within the cluster.")
+    suspend: bool | None = Field(default=None, description="Delete this group's Pods while true.")
+    group_name: str | None = Field(default=None, description="Unique within the cluster.")
     replicas: Annotated[int, Schema({"format": "int32", "default": 0})] | None = None
     min_replicas: Annotated[int, Schema({"format": "int32", "default": 0})] | None = None
     max_replicas: Annotated[int, Schema({"format": "int32", "default": 2147483647})] | None = None
@@ -138,10 +140,10 @@ class WorkerGroupSpec(ApiModel):
     labels: StringMap | None = None
     ray_start_params: StringMap | None = None
     resources: StringMap | None = None
-    template: PodTemplateSpec | None = Field(None, description="The worker Pod template.")
+    template: PodTemplateSpec | None = Field(default=None, description="The worker Pod template.")
     scale_strategy: ScaleStrategy | None = None
     num_of_hosts: Annotated[int, Schema({"format": "int32", "default": 1})] | None = Field(
-        None, description="Pods per replica (multi-host, e.g. TPU slices)."
+        default=None, description="Pods per replica (multi-host, e.g. TPU slices)."
     )
     priority: Annotated[int, Schema({"format": "int32", "default": 0})] | None = None
 
@@ -212,7 +214,7 @@ class HistoryServerOptions(ApiModel):
 
 
 class NetworkPolicyIngressRule(ApiModel):
-    from_: Annotated[list[NetworkPolicyPeer], ATOMIC_LIST] | None = Field(None, alias="from")
+    from_: Annotated[list[NetworkPolicyPeer], ATOMIC_LIST] | None = Field(default=None, alias="from")
     ports: Annotated[list[NetworkPolicyPort], ATOMIC_LIST] | None = None
 
 
@@ -252,7 +254,7 @@ class RayClusterSpec(ApiModel):
 
     upgrade_strategy: RayClusterUpgradeStrategy | None = None
     auth_options: AuthOptions | None = None
-    suspend: bool | None = Field(None, description="Delete all Pods while true.")
+    suspend: bool | None = Field(default=None, description="Delete all Pods while true.")
     managed_by: Annotated[str, MANAGED_BY_RULES] | None = None
     autoscaler_options: AutoscalerOptions | None = None
     head_service_annotations: StringMap | None = None

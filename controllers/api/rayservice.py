@@ -71,7 +71,7 @@ class ClusterUpgradeOptions(ApiModel):
 
 
 class RayServiceUpgradeStrategy(ApiModel):
-    type: str | None = Field(None, description="NewCluster (default) or None.")
+    type: str | None = Field(default=None, description="NewCluster (default) or None.")
     cluster_upgrade_options: ClusterUpgradeOptions | None = None
 
 
@@ -81,11 +81,16 @@ class RayServiceSpec(ApiModel):
     crd_required: ClassVar[tuple[str, ...]] = ("rayClusterConfig",)
 
     ray_cluster_deletion_delay_seconds: Annotated[int, Schema({"format": "int32", "minimum": 0})] | None = (
-        Field(None, description="Seconds to keep an old RayCluster after traffic moved away (default 60).")
+        Field(
+            default=None,
+            description="Seconds to keep an old RayCluster after traffic moved away (default 60).",
+        )
     )
     service_unhealthy_second_threshold: Int32 | None = None
     deployment_unhealthy_second_threshold: Int32 | None = None
-    serve_service: ServiceManifest | None = Field(None, description="A template for the serve Service.")
+    serve_service: ServiceManifest | None = Field(
+        default=None, description="A template for the serve Service."
+    )
     managed_by: (
         Annotated[
             str,
@@ -105,7 +110,9 @@ class RayServiceSpec(ApiModel):
         | None
     ) = None
     upgrade_strategy: RayServiceUpgradeStrategy | None = None
-    serve_config_v2: str | None = Field(None, description="The Ray Serve multi-application config (YAML).")
+    serve_config_v2: str | None = Field(
+        default=None, description="The Ray Serve multi-application config (YAML)."
+    )
     ray_cluster_config: RayClusterSpec | None = None
     exclude_head_pod_from_serve_svc: bool | None = None
     suspend: bool | None = None
@@ -144,7 +151,7 @@ class RayServiceStatuses(ApiModel):
     """The observed state of a RayService (the CRD's ``status``)."""
 
     last_update_time: DateTime | None = None
-    service_status: str | None = Field(None, description="Deprecated: Running iff Ready, else empty.")
+    service_status: str | None = Field(default=None, description="Deprecated: Running iff Ready, else empty.")
     conditions: ConditionList | None = None
     active_service_status: RayServiceStatus | None = None
     pending_service_status: RayServiceStatus | None = None
