@@ -1,0 +1,189 @@
+"""An envtest API server (no kubelet) plus the real Manager running the RayCluster controller.
+
+As in KubeRay's envtest suite, nothing moves Pods along: tests set Pod phases and conditions by
+hand through the status subresource and watch the controller react, asserting on API objects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from controllers import constants as C
+from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.reconciler import RayClusterReconciler, cache_selectors, setup
+from kuberay_py.client import Client
+from kuberay_py.client.resources import PODS
+from kuberay_py.envtest import Environment
+from kuberay_py.manager import Manager, ManagerOptions
+
+ROOT = Path(__file__).resolve().parents[3]
+CRDS = str(ROOT / "config" / "crd" / "bases")
+WAIT = 20.0  # bound for eventual consistency on a loaded 2-core machine, not a performance assertion
+
+
+async def eventually(check: Callable[[], Awaitable[Any]], what: str, wait: float = WAIT) -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + wait
+    last: Any = None
+    while loop.time() < deadline:
+        last = await check()
+        if last:
+            return last
+        await asyncio.sleep(0.05)
+    pytest.fail(f"timed out waiting for {what} (last: {last!r})")
+
+
+async def consistently(check: Callable[[], Awaitable[Any]], what: str, duration: float = 1.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + duration
+    while loop.time() < deadline:
+        value = await check()
+        if not value:
+            pytest.fail(f"{what} stopped holding (got {value!r})")
+        await asyncio.sleep(0.05)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def rc_env() -> AsyncIterator[Environment]:
+    async with Environment([CRDS]) as env:
+        yield env
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def rc_client(rc_env: Environment) -> AsyncIterator[Client]:
+    client = rc_env.new_client()
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def rc_namespace(rc_env: Environment) -> AsyncIterator[str]:
+    ns = await rc_env.create_namespace(generate_name="rc-")
+    try:
+        yield ns
+    finally:
+        await rc_env.delete_namespace(ns)
+
+
+class Operator:
+    def __init__(self, manager: Manager, reconciler: RayClusterReconciler) -> None:
+        self.manager = manager
+        self.reconciler = reconciler
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def operator(rc_env: Environment, rc_namespace: str) -> AsyncIterator[Operator]:
+    options = ManagerOptions(
+        metrics_bind_address="0",
+        health_probe_bind_address="0",
+        namespaces=[rc_namespace],
+        cache_selectors=cache_selectors(),
+        graceful_shutdown_timeout=5.0,
+    )
+    manager = Manager(rc_env.client_config, options)
+    reconciler = setup(
+        manager, max_concurrent_reconciles=4, options=RayClusterOptions.from_env({}), resync_period=300.0
+    )
+    task = asyncio.create_task(manager.run(install_signal_handlers=False))
+    try:
+        yield Operator(manager, reconciler)
+    finally:
+        manager.stop()
+        await asyncio.wait_for(task, 30)
+
+
+def sample_cluster(name: str, namespace: str, *, replicas: int = 3, max_replicas: int = 4) -> dict[str, Any]:
+    """KubeRay's ``rayClusterTemplate`` from its envtest suite."""
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "headGroupSpec": {
+                "rayStartParams": {},
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": "ray-head", "image": "rayproject/ray:2.52.0"},
+                            {"name": "fluentbit", "image": "fluent/fluent-bit:1.9.6"},
+                        ]
+                    }
+                },
+            },
+            "workerGroupSpecs": [
+                {
+                    "replicas": replicas,
+                    "minReplicas": 0,
+                    "maxReplicas": max_replicas,
+                    "groupName": "small-group",
+                    "rayStartParams": {},
+                    "template": {
+                        "spec": {"containers": [{"name": "ray-worker", "image": "rayproject/ray:2.52.0"}]}
+                    },
+                }
+            ],
+        },
+    }
+
+
+async def list_pods(client: Client, ns: str, **labels: str) -> list[dict[str, Any]]:
+    selector = ",".join(f"{k}={v}" for k, v in labels.items())
+    items = (await client.list(PODS, ns, label_selector=selector))["items"]
+    return [p for p in items if not p["metadata"].get("deletionTimestamp")]
+
+
+async def head_pods(client: Client, ns: str, cluster: str) -> list[dict[str, Any]]:
+    return await list_pods(
+        client, ns, **{C.RAY_CLUSTER_LABEL_KEY: cluster, C.RAY_NODE_TYPE_LABEL_KEY: "head"}
+    )
+
+
+async def worker_pods(
+    client: Client, ns: str, cluster: str, group: str = "small-group"
+) -> list[dict[str, Any]]:
+    return await list_pods(
+        client,
+        ns,
+        **{
+            C.RAY_CLUSTER_LABEL_KEY: cluster,
+            C.RAY_NODE_GROUP_LABEL_KEY: group,
+            C.RAY_NODE_TYPE_LABEL_KEY: "worker",
+        },
+    )
+
+
+async def set_pod_status(
+    client: Client, pod: dict[str, Any], *, ready: bool = True, phase: str = "Running", ip: str | None = None
+) -> None:
+    """What kubelet would write (envtest has none)."""
+    fresh = await client.get(PODS, pod["metadata"]["name"], pod["metadata"]["namespace"])
+    body = copy.deepcopy(fresh)
+    status: dict[str, Any] = {
+        "phase": phase,
+        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+    }
+    if ip:
+        status["podIP"] = ip
+    body["status"] = status
+    await client.update_status(PODS, body)
+
+
+async def all_running(client: Client, ns: str, cluster: str, ip_prefix: str = "10.1.0.") -> int:
+    pods = await list_pods(client, ns, **{C.RAY_CLUSTER_LABEL_KEY: cluster})
+    for i, pod in enumerate(pods):
+        await set_pod_status(client, pod, ip=f"{ip_prefix}{i + 1}")
+    return len(pods)
+
+
+def env_flag() -> bool:
+    return bool(os.environ.get("KUBEBUILDER_ASSETS"))
