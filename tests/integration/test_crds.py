@@ -9,7 +9,9 @@ exercised; which one caught each case is part of the assertion's message.
 
 from __future__ import annotations
 
+import asyncio
 import copy
+import shutil
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -401,3 +403,44 @@ async def test_invalid_manifest_is_rejected_naming_the_field(
         f"accepted by the API server and semantic validation missed {path}: {[str(e) for e in errors]}"
     )
     await client.delete(res, stored["metadata"]["name"], ns)
+
+
+# ------------------------------------------------------------------------------------- kubectl
+
+
+async def _kubectl(env: Environment, *args: str) -> tuple[int, str]:
+    proc = await asyncio.create_subprocess_exec(
+        "kubectl",
+        "--kubeconfig",
+        env.kubeconfig_path,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(proc.communicate(), timeout=60)
+    return proc.returncode or 0, out.decode()
+
+
+needs_kubectl = pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not on PATH")
+
+
+@needs_kubectl
+async def test_kubectl_discovers_the_kinds_and_the_all_category(
+    crd_env: Environment, client: Client, ns: str
+) -> None:
+    code, out = await _kubectl(crd_env, "api-resources", "--api-group=ray.io", "-o", "name")
+    assert code == 0, out
+    assert set(out.split()) == {"rayclusters.ray.io", "rayservices.ray.io"}
+    await client.create(RAYCLUSTERS, copy.deepcopy(CLUSTER), namespace=ns)
+    code, out = await _kubectl(crd_env, "get", "all", "-n", ns, "-o", "name")
+    assert code == 0, out
+    assert f"raycluster.ray.io/{CLUSTER['metadata']['name']}" in out.split()
+
+
+@needs_kubectl
+async def test_kubectl_explain_reads_our_schema(crd_env: Environment) -> None:
+    if not crd_env.real:
+        pytest.skip("the built-in API server does not publish /openapi/v3, which kubectl explain reads")
+    code, out = await _kubectl(crd_env, "explain", "rayclusters.spec.workerGroupSpecs.numOfHosts")
+    assert code == 0, out
+    assert "numOfHosts" in out and "integer" in out
