@@ -11,6 +11,8 @@ import yaml
 __all__ = ["read_crds"]
 
 _EXTENSIONS = (".yaml", ".yml", ".json")
+# libyaml's loader is ~20x faster on KubeRay's 1 MB CRDs than the pure-Python one.
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_crds(paths: Iterable[str | Path], *, error_if_missing: bool = True) -> list[dict[str, Any]]:
@@ -28,7 +30,7 @@ def read_crds(paths: Iterable[str | Path], *, error_if_missing: bool = True) -> 
             continue
         files = sorted(f for f in p.iterdir() if f.suffix in _EXTENSIONS) if p.is_dir() else [p]
         for f in files:
-            for doc in yaml.safe_load_all(f.read_text()):
+            for doc in yaml.load_all(f.read_text(), Loader=_Loader):
                 if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
                     out.append(doc)
     return out

@@ -40,6 +40,7 @@ _PATCH_TYPES = {
     "application/strategic-merge-patch+json": "strategic",
     "application/apply-patch+yaml": "apply",
 }
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _TRUE = {"true", "1", "t", "True", "TRUE", "T"}
 
 
@@ -198,7 +199,7 @@ class ApiHandler:
                 raise StatusError.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
         if ctype in ("application/yaml", "application/x-yaml", "text/yaml"):
             try:
-                return yaml.safe_load(raw)
+                return yaml.load(raw, Loader=_YAML_LOADER)
             except yaml.YAMLError as e:
                 raise StatusError.bad_request(f"error converting YAML to JSON: {e}") from None
         raise StatusError.unsupported_media_type(ctype, _BODY_TYPES)
@@ -211,7 +212,7 @@ class ApiHandler:
             raise StatusError.unsupported_media_type(ctype, accepted)
         raw = await self._raw_body(request)
         try:
-            body = yaml.safe_load(raw) if ptype == "apply" else orjson.loads(raw)
+            body = yaml.load(raw, Loader=_YAML_LOADER) if ptype == "apply" else orjson.loads(raw)
         except (orjson.JSONDecodeError, yaml.YAMLError) as e:
             raise StatusError.bad_request(f"error decoding patch: {e}") from None
         return ptype, body

@@ -32,3 +32,58 @@ async def core(api: k.ApiClient) -> k.CoreV1Api:
 @pytest_asyncio.fixture(loop_scope="session")
 async def custom(api: k.ApiClient) -> k.CustomObjectsApi:
     return k.CustomObjectsApi(api)
+
+
+WIDGET_CRD: dict[str, object] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.conformance.kuberay.io"},
+    "spec": {
+        "group": "conformance.kuberay.io",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+        "versions": [
+            {
+                "name": "v1",
+                "served": True,
+                "storage": True,
+                "subresources": {"status": {}},
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "properties": {
+                            "apiVersion": {"type": "string"},
+                            "kind": {"type": "string"},
+                            "metadata": {"type": "object"},
+                            "spec": {
+                                "type": "object",
+                                "required": ["size"],
+                                "properties": {
+                                    "size": {"type": "integer", "minimum": 1, "maximum": 10},
+                                    "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
+                                    "name": {"type": "string", "maxLength": 8, "pattern": "^[a-z]+$"},
+                                    "port": {"x-kubernetes-int-or-string": True},
+                                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                                    "tags": {"type": "array", "items": {"type": "string"}},
+                                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                                },
+                            },
+                            "status": {
+                                "type": "object",
+                                "properties": {"phase": {"type": "string"}, "count": {"type": "integer"}},
+                            },
+                        },
+                    }
+                },
+            }
+        ],
+    },
+}
+
+WIDGET = ("conformance.kuberay.io", "v1", "widgets")
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def widget_crd(envtest: Environment) -> str:
+    await envtest.install_crds([WIDGET_CRD])
+    return "widgets.conformance.kuberay.io"

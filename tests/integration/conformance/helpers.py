@@ -34,7 +34,9 @@ def pod(name: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[st
     }
 
 
-def configmap(name: str, data: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> dict[str, Any]:
+def configmap(
+    name: str, data: dict[str, str] | None = None, labels: dict[str, str] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

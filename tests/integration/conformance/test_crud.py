@@ -25,7 +25,9 @@ async def test_resource_versions_increase_across_kinds(core: k.CoreV1Api, namesp
         namespace, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "rv-b"}}
     )
     c = await core.create_namespaced_config_map(namespace, configmap("rv-c"))
-    assert int(a.metadata.resource_version) < int(b.metadata.resource_version) < int(c.metadata.resource_version)
+    assert (
+        int(a.metadata.resource_version) < int(b.metadata.resource_version) < int(c.metadata.resource_version)
+    )
 
 
 async def test_generate_name(core: k.CoreV1Api, namespace: str) -> None:

@@ -1,0 +1,100 @@
+"""LIST: kinds, label/field selectors with kube's grammar, limit/continue paging."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes_asyncio import client as k
+from kubernetes_asyncio.client.rest import ApiException
+
+from .helpers import assert_status, configmap, pod
+
+
+async def _names(core: k.CoreV1Api, ns: str, **kw: object) -> list[str]:
+    lst = await core.list_namespaced_config_map(ns, **kw)
+    return sorted(i.metadata.name for i in lst.items)
+
+
+@pytest.fixture
+async def labelled(core: k.CoreV1Api, namespace: str) -> str:
+    await core.create_namespaced_config_map(namespace, configmap("a", labels={"app": "x", "tier": "web"}))
+    await core.create_namespaced_config_map(namespace, configmap("b", labels={"app": "y", "tier": "db"}))
+    await core.create_namespaced_config_map(namespace, configmap("c", labels={"app": "z"}))
+    return namespace
+
+
+@pytest.mark.parametrize(
+    ("selector", "expected"),
+    [
+        ("app=x", ["a"]),
+        ("app==x", ["a"]),
+        ("app!=x", ["b", "c"]),
+        ("app in (x, y)", ["a", "b"]),
+        ("app notin (x,y)", ["c"]),
+        ("tier", ["a", "b"]),
+        ("!tier", ["c"]),
+        ("app in (x,y),tier=db", ["b"]),
+        ("tier!=web", ["b", "c"]),
+    ],
+)
+async def test_label_selectors(core: k.CoreV1Api, labelled: str, selector: str, expected: list[str]) -> None:
+    assert await _names(core, labelled, label_selector=selector) == expected
+
+
+async def test_bad_label_selector_is_bad_request(core: k.CoreV1Api, labelled: str) -> None:
+    with pytest.raises(ApiException) as e:
+        await core.list_namespaced_config_map(labelled, label_selector="app in x")
+    assert_status(e.value, 400, "BadRequest")
+
+
+async def test_field_selectors(core: k.CoreV1Api, labelled: str) -> None:
+    assert await _names(core, labelled, field_selector="metadata.name=b") == ["b"]
+    assert await _names(core, labelled, field_selector="metadata.name!=b") == ["a", "c"]
+    assert await _names(core, labelled, field_selector=f"metadata.namespace={labelled}") == ["a", "b", "c"]
+
+
+async def test_pod_status_phase_field_selector(core: k.CoreV1Api, namespace: str) -> None:
+    await core.create_namespaced_pod(namespace, pod("p1"))
+    pending = await core.list_namespaced_pod(namespace, field_selector="status.phase=Pending")
+    running = await core.list_namespaced_pod(namespace, field_selector="status.phase=Running")
+    assert [p.metadata.name for p in pending.items] == ["p1"]
+    assert running.items == []
+
+
+async def test_unknown_field_selector_is_bad_request(core: k.CoreV1Api, labelled: str) -> None:
+    with pytest.raises(ApiException) as e:
+        await core.list_namespaced_config_map(labelled, field_selector="spec.nothing=x")
+    assert_status(e.value, 400, "BadRequest")
+
+
+async def test_limit_and_continue(core: k.CoreV1Api, namespace: str) -> None:
+    for i in range(7):
+        await core.create_namespaced_config_map(namespace, configmap(f"page-{i}"))
+    seen: list[str] = []
+    token = None
+    pages = 0
+    while True:
+        lst = await core.list_namespaced_config_map(namespace, limit=3, _continue=token)
+        pages += 1
+        seen += [i.metadata.name for i in lst.items]
+        assert len(lst.items) <= 3
+        token = lst.metadata._continue
+        if not token:
+            break
+        assert lst.metadata.remaining_item_count == 7 - len(seen)
+    assert pages == 3
+    assert seen == sorted(f"page-{i}" for i in range(7))
+
+
+async def test_list_metadata(core: k.CoreV1Api, namespace: str) -> None:
+    lst = await core.list_namespaced_config_map(namespace, _preload_content=False)
+    body = await lst.json()
+    assert body["kind"] == "ConfigMapList"
+    assert body["apiVersion"] == "v1"
+    assert int(body["metadata"]["resourceVersion"]) > 0
+    assert body["items"] == []
+
+
+async def test_list_across_namespaces(core: k.CoreV1Api, namespace: str) -> None:
+    await core.create_namespaced_config_map(namespace, configmap("everywhere", labels={"probe": namespace}))
+    lst = await core.list_config_map_for_all_namespaces(label_selector=f"probe={namespace}")
+    assert [(i.metadata.namespace, i.metadata.name) for i in lst.items] == [(namespace, "everywhere")]

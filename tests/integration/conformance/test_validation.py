@@ -1,0 +1,151 @@
+"""Name validation (DNS-1123 / DNS-1035) and bad-input handling with kube-apiserver's codes."""
+
+from __future__ import annotations
+
+import pytest
+
+from kuberay_py.client import ApiError, Client
+from kuberay_py.client import resources as r
+
+from .helpers import configmap
+
+
+@pytest.mark.parametrize(
+    ("kind", "name", "ok"),
+    [
+        ("configmaps", "a.b-c", True),
+        ("configmaps", "Bad_Name", False),
+        ("configmaps", "x" * 254, False),
+        ("services", "1svc", False),
+        ("services", "svc.dotted", False),
+        ("services", "svc-1", True),
+        ("configmaps", "1cm", True),
+    ],
+)
+async def test_names(k8s: Client, namespace: str, kind: str, name: str, ok: bool) -> None:
+    res = {"configmaps": r.CONFIGMAPS, "services": r.SERVICES}[kind]
+    body = (
+        configmap(name)
+        if kind == "configmaps"
+        else {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name},
+            "spec": {"ports": [{"port": 80}]},
+        }
+    )
+    if ok:
+        created = await k8s.create(res, body, namespace)
+        assert created["metadata"]["name"] == name
+        return
+    with pytest.raises(ApiError) as e:
+        await k8s.create(res, body, namespace)
+    assert e.value.status == 422 and e.value.reason == "Invalid"
+    causes = e.value.body["details"]["causes"] if e.value.body else []
+    assert causes and causes[0]["field"] == "metadata.name" and causes[0]["reason"] == "FieldValueInvalid"
+    kind_name = "ConfigMap" if kind == "configmaps" else "Service"
+    assert e.value.message.startswith(
+        f'{kind_name} "{name}" is invalid: metadata.name: Invalid value: "{name}"'
+    )
+
+
+async def test_namespace_names_are_dns_labels(k8s: Client) -> None:
+    with pytest.raises(ApiError) as e:
+        await k8s.create(r.NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "a.b"}})
+    assert e.value.status == 422
+    assert "RFC 1123 label" in e.value.message
+
+
+async def test_missing_name_is_required(k8s: Client, namespace: str) -> None:
+    with pytest.raises(ApiError) as e:
+        await k8s.create(r.CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}}, namespace)
+    assert e.value.status == 422
+    assert "metadata.name: Required value: name or generateName is required" in e.value.message
+
+
+async def _still_serving(k8s: Client, namespace: str) -> None:
+    assert (await k8s.get(r.NAMESPACES, namespace))["metadata"]["name"] == namespace
+
+
+async def test_malformed_json_is_bad_request(k8s: Client, namespace: str) -> None:
+    with pytest.raises(ApiError) as e:
+        await k8s.request(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            body=b'{"metadata": ',
+            content_type="application/json",
+        )
+    assert (e.value.status, e.value.reason) == (400, "BadRequest")
+    await _still_serving(k8s, namespace)
+
+
+async def test_wrong_content_type_is_unsupported_media_type(k8s: Client, namespace: str) -> None:
+    with pytest.raises(ApiError) as e:
+        await k8s.request(
+            "POST",
+            f"/api/v1/namespaces/{namespace}/configmaps",
+            body=b"name=x",
+            content_type="application/x-www-form-urlencoded",
+        )
+    assert (e.value.status, e.value.reason) == (415, "UnsupportedMediaType")
+    with pytest.raises(ApiError) as e:
+        await k8s.request(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/configmaps/x",
+            body=b"{}",
+            content_type="application/json",
+        )
+    assert (e.value.status, e.value.reason) == (415, "UnsupportedMediaType")
+    await _still_serving(k8s, namespace)
+
+
+async def test_huge_body_is_request_entity_too_large(k8s: Client, namespace: str) -> None:
+    big = configmap("big", {"blob": "x" * (10 * 1024 * 1024)})
+    with pytest.raises(ApiError) as e:
+        await k8s.create(r.CONFIGMAPS, big, namespace)
+    assert (e.value.status, e.value.reason) == (413, "RequestEntityTooLarge")
+    await _still_serving(k8s, namespace)
+
+
+async def test_unknown_resource_is_not_found(k8s: Client, namespace: str) -> None:
+    with pytest.raises(ApiError) as e:
+        await k8s.request("GET", f"/api/v1/namespaces/{namespace}/doesnotexist")
+    assert (e.value.status, e.value.reason) == (404, "NotFound")
+    with pytest.raises(ApiError) as e:
+        await k8s.request("GET", "/apis/nothing.example.com/v1/things")
+    assert e.value.status == 404
+    await _still_serving(k8s, namespace)
+
+
+async def test_patch_that_does_not_apply(k8s: Client, namespace: str) -> None:
+    await k8s.create(r.CONFIGMAPS, configmap("np", {"a": "1"}), namespace)
+    with pytest.raises(ApiError) as e:
+        await k8s.patch(
+            r.CONFIGMAPS,
+            "np",
+            [{"op": "replace", "path": "/data/zzz", "value": "1"}],
+            namespace,
+            patch_type="json",
+        )
+    assert (e.value.status, e.value.reason) == (422, "Invalid")
+    with pytest.raises(ApiError) as e:
+        await k8s.request(
+            "PATCH",
+            f"/api/v1/namespaces/{namespace}/configmaps/np",
+            body=b"{not json",
+            content_type="application/merge-patch+json",
+        )
+    assert (e.value.status, e.value.reason) == (400, "BadRequest")
+    assert (await k8s.get(r.CONFIGMAPS, "np", namespace))["data"] == {"a": "1"}
+
+
+async def test_dry_run_does_not_persist(k8s: Client, namespace: str) -> None:
+    out = await k8s.create(r.CONFIGMAPS, configmap("dry"), namespace, dry_run=True)
+    assert out["metadata"]["name"] == "dry"
+    with pytest.raises(ApiError) as e:
+        await k8s.get(r.CONFIGMAPS, "dry", namespace)
+    assert e.value.status == 404
+    await k8s.create(r.CONFIGMAPS, configmap("dry2", {"a": "1"}), namespace)
+    await k8s.patch(r.CONFIGMAPS, "dry2", {"data": {"a": "2"}}, namespace, dry_run=True)
+    await k8s.delete(r.CONFIGMAPS, "dry2", namespace, dry_run=True)
+    assert (await k8s.get(r.CONFIGMAPS, "dry2", namespace))["data"] == {"a": "1"}

@@ -1,0 +1,97 @@
+"""WATCH: replay from a resourceVersion, selector transitions, timeouts, bookmarks, 410 Expired."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from kubernetes_asyncio import client as k
+
+from .helpers import configmap
+
+
+async def _watch(core: k.CoreV1Api, ns: str, **params: Any) -> list[dict[str, Any]]:
+    """A raw watch (kubernetes_asyncio's Watch retries 410s); returns all events until the stream ends."""
+    resp = await core.list_namespaced_config_map(ns, watch=True, _preload_content=False, **params)
+    events = []
+    try:
+        assert resp.status == 200
+        async for line in resp.content:
+            if line.strip():
+                events.append(json.loads(line))
+    finally:
+        resp.release()
+    return events
+
+
+async def test_watch_from_resource_version_replays_later_events(core: k.CoreV1Api, namespace: str) -> None:
+    a = await core.create_namespaced_config_map(namespace, configmap("w-a"))
+    rv = a.metadata.resource_version
+    await core.create_namespaced_config_map(namespace, configmap("w-b"))
+    body = configmap("w-a", {"k": "v"})
+    await core.replace_namespaced_config_map("w-a", namespace, body)
+    await core.delete_namespaced_config_map("w-b", namespace)
+    events = await _watch(core, namespace, resource_version=rv, timeout_seconds=1)
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "w-b"),
+        ("MODIFIED", "w-a"),
+        ("DELETED", "w-b"),
+    ]
+    rvs = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert rvs == sorted(rvs) and rvs[0] > int(rv)
+
+
+async def test_watch_without_resource_version_starts_with_current_state(
+    core: k.CoreV1Api, namespace: str
+) -> None:
+    await core.create_namespaced_config_map(namespace, configmap("s-1"))
+    await core.create_namespaced_config_map(namespace, configmap("s-2"))
+    events = await _watch(core, namespace, timeout_seconds=1)
+    assert sorted((e["type"], e["object"]["metadata"]["name"]) for e in events) == [
+        ("ADDED", "s-1"),
+        ("ADDED", "s-2"),
+    ]
+
+
+async def test_label_selector_transitions(core: k.CoreV1Api, namespace: str) -> None:
+    cm = await core.create_namespaced_config_map(namespace, configmap("t", labels={"pick": "no"}))
+    rv = cm.metadata.resource_version
+    await core.patch_namespaced_config_map("t", namespace, {"metadata": {"labels": {"pick": "yes"}}})
+    await core.patch_namespaced_config_map("t", namespace, {"data": {"a": "b"}})
+    await core.patch_namespaced_config_map("t", namespace, {"metadata": {"labels": {"pick": "no"}}})
+    events = await _watch(core, namespace, resource_version=rv, timeout_seconds=1, label_selector="pick=yes")
+    assert [e["type"] for e in events] == ["ADDED", "MODIFIED", "DELETED"]
+    # leaving the selector: the last state that matched, stamped with the new version
+    assert events[2]["object"]["metadata"]["labels"] == {"pick": "yes"}
+    assert int(events[2]["object"]["metadata"]["resourceVersion"]) > int(
+        events[1]["object"]["metadata"]["resourceVersion"]
+    )
+
+
+async def test_send_initial_events_ends_with_annotated_bookmark(core: k.CoreV1Api, namespace: str) -> None:
+    await core.create_namespaced_config_map(namespace, configmap("ie"))
+    resp = await core.api_client.call_api(
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        "GET",
+        query_params=[
+            ("watch", "true"),
+            ("sendInitialEvents", "true"),
+            ("resourceVersionMatch", "NotOlderThan"),
+            ("allowWatchBookmarks", "true"),
+            ("timeoutSeconds", "1"),
+        ],
+        header_params={"Accept": "application/json"},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+    )
+    events = []
+    try:
+        async for line in resp.content:
+            if line.strip():
+                events.append(json.loads(line))
+    finally:
+        resp.release()
+    assert events[0]["type"] == "ADDED" and events[0]["object"]["metadata"]["name"] == "ie"
+    bookmark = events[1]
+    assert bookmark["type"] == "BOOKMARK"
+    assert bookmark["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
