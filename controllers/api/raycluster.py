@@ -115,14 +115,18 @@ class HeadGroupSpec(ApiModel):
     head_service: ServiceManifest | None = Field(
         default=None, description="A template for the head Service; the selector and ports are forced."
     )
-    ingress_options: IngressOptions | None = None
+    ingress_options: IngressOptions | None = Field(
+        default=None, description="Host, path and TLS of the head Ingress (with enableIngress)."
+    )
     labels: StringMap | None = Field(default=None, description="Ray node labels, folded into rayStartParams.")
     ray_start_params: StringMap | None = Field(default=None, description="Flags for `ray start`.")
     resources: StringMap | None = Field(
         default=None, description="Ray resources, folded into rayStartParams."
     )
     service_type: str | None = Field(default=None, description="The head Service type (default ClusterIP).")
-    enable_ingress: bool | None = None
+    enable_ingress: bool | None = Field(
+        default=None, description="Create an Ingress to the head's dashboard port."
+    )
     template: PodTemplateSpec | None = Field(default=None, description="The head Pod template.")
 
 
@@ -133,19 +137,37 @@ class WorkerGroupSpec(ApiModel):
 
     suspend: bool | None = Field(default=None, description="Delete this group's Pods while true.")
     group_name: str | None = Field(default=None, description="Unique within the cluster.")
-    replicas: Annotated[int, Schema({"format": "int32", "default": 0})] | None = None
-    min_replicas: Annotated[int, Schema({"format": "int32", "default": 0})] | None = None
-    max_replicas: Annotated[int, Schema({"format": "int32", "default": 2147483647})] | None = None
-    idle_timeout_seconds: Int32 | None = None
-    labels: StringMap | None = None
-    ray_start_params: StringMap | None = None
-    resources: StringMap | None = None
+    replicas: Annotated[int, Schema({"format": "int32", "default": 0})] | None = Field(
+        default=None, description="Desired number of replicas (multi-host: groups of numOfHosts Pods)."
+    )
+    min_replicas: Annotated[int, Schema({"format": "int32", "default": 0})] | None = Field(
+        default=None, description="Lower bound for replicas; required unless autoscaling is on."
+    )
+    max_replicas: Annotated[int, Schema({"format": "int32", "default": 2147483647})] | None = Field(
+        default=None, description="Upper bound for replicas; required unless autoscaling is on."
+    )
+    idle_timeout_seconds: Int32 | None = Field(
+        default=None, description="Autoscaler v2: seconds before an idle worker of this group is removed."
+    )
+    labels: StringMap | None = Field(
+        default=None, description="Ray node labels for this group, folded into rayStartParams."
+    )
+    ray_start_params: StringMap | None = Field(
+        default=None, description="Flags for `ray start` on this group's Pods."
+    )
+    resources: StringMap | None = Field(
+        default=None, description="Ray resources for this group, folded into rayStartParams."
+    )
     template: PodTemplateSpec | None = Field(default=None, description="The worker Pod template.")
-    scale_strategy: ScaleStrategy | None = None
+    scale_strategy: ScaleStrategy | None = Field(
+        default=None, description="Which Pods to remove when scaling down."
+    )
     num_of_hosts: Annotated[int, Schema({"format": "int32", "default": 1})] | None = Field(
         default=None, description="Pods per replica (multi-host, e.g. TPU slices)."
     )
-    priority: Annotated[int, Schema({"format": "int32", "default": 0})] | None = None
+    priority: Annotated[int, Schema({"format": "int32", "default": 0})] | None = Field(
+        default=None, description="Scheduling priority of the group for the autoscaler."
+    )
 
 
 class RedisCredential(ApiModel):
@@ -165,22 +187,36 @@ class GcsStorage(ApiModel):
 class GcsFaultToleranceOptions(ApiModel):
     """GCS fault tolerance. Mutually exclusive with the legacy ``ray.io/ft-enabled`` annotation."""
 
-    backend: Annotated[Literal["redis", "rocksdb"], BACKEND_IMMUTABLE] | None = None
-    redis_username: RedisCredential | None = None
-    redis_password: RedisCredential | None = None
+    backend: Annotated[Literal["redis", "rocksdb"], BACKEND_IMMUTABLE] | None = Field(
+        default=None, description="Where the GCS keeps its state: redis (default) or rocksdb. Immutable."
+    )
+    redis_username: RedisCredential | None = Field(
+        default=None, description="The Redis username, as a value or a Secret reference."
+    )
+    redis_password: RedisCredential | None = Field(
+        default=None, description="The Redis password, as a value or a Secret reference."
+    )
     storage: GcsStorage | None = None
-    external_storage_namespace: str | None = None
-    redis_address: str | None = None
+    external_storage_namespace: str | None = Field(
+        default=None, description="Key prefix in Redis; defaults to the RayCluster UID."
+    )
+    redis_address: str | None = Field(default=None, description="host:port of the Redis that backs the GCS.")
 
 
 class AutoscalerOptions(ApiModel):
     resources: ResourceRequirements | None = None
-    image: str | None = None
+    image: str | None = Field(
+        default=None, description="Autoscaler image; defaults to the Ray container's image."
+    )
     image_pull_policy: str | None = None
     security_context: SecurityContext | None = None
-    idle_timeout_seconds: Int32 | None = None
-    upscaling_mode: Literal["Default", "Aggressive", "Conservative"] | None = None
-    version: Literal["v1", "v2"] | None = None
+    idle_timeout_seconds: Int32 | None = Field(
+        default=None, description="Seconds before an idle worker is removed."
+    )
+    upscaling_mode: Literal["Default", "Aggressive", "Conservative"] | None = Field(
+        default=None, description="How fast the autoscaler adds workers."
+    )
+    version: Literal["v1", "v2"] | None = Field(default=None, description="Autoscaler v1 or v2.")
     env: list[EnvVar] | None = None
     env_from: list[EnvFromSource] | None = None
     volume_mounts: list[VolumeMount] | None = None
@@ -189,11 +225,16 @@ class AutoscalerOptions(ApiModel):
 
 
 class RayClusterUpgradeStrategy(ApiModel):
-    type: Literal["Recreate", "None"] | None = None
+    type: Literal["Recreate", "None"] | None = Field(
+        default=None,
+        description="Recreate: delete all Pods when the Pod spec changes. None (default): keep them.",
+    )
 
 
 class AuthOptions(ApiModel):
-    mode: Literal["disabled", "token"] | None = None
+    mode: Literal["disabled", "token"] | None = Field(
+        default=None, description="token: require a bearer token for the Ray dashboard and GCS (Ray >= 2.52)."
+    )
     secret_name: str | None = None
     enable_k8s_token_auth: bool | None = None
 
@@ -252,17 +293,31 @@ class RayClusterSpec(ApiModel):
 
     crd_required: ClassVar[tuple[str, ...]] = ("headGroupSpec",)
 
-    upgrade_strategy: RayClusterUpgradeStrategy | None = None
-    auth_options: AuthOptions | None = None
+    upgrade_strategy: RayClusterUpgradeStrategy | None = Field(
+        default=None, description="What happens to running Pods when the spec changes."
+    )
+    auth_options: AuthOptions | None = Field(default=None, description="Ray token authentication.")
     suspend: bool | None = Field(default=None, description="Delete all Pods while true.")
-    managed_by: Annotated[str, MANAGED_BY_RULES] | None = None
-    autoscaler_options: AutoscalerOptions | None = None
-    head_service_annotations: StringMap | None = None
-    enable_in_tree_autoscaling: bool | None = None
-    gcs_fault_tolerance_options: GcsFaultToleranceOptions | None = None
-    head_group_spec: HeadGroupSpec | None = None
-    ray_version: str | None = None
-    worker_group_specs: list[WorkerGroupSpec] | None = None
+    managed_by: Annotated[str, MANAGED_BY_RULES] | None = Field(
+        default=None, description="The controller that reconciles this cluster; immutable."
+    )
+    autoscaler_options: AutoscalerOptions | None = Field(
+        default=None, description="The autoscaler sidecar (with enableInTreeAutoscaling)."
+    )
+    head_service_annotations: StringMap | None = Field(
+        default=None, description="Annotations added to the head Service."
+    )
+    enable_in_tree_autoscaling: bool | None = Field(
+        default=None, description="Run the Ray autoscaler as a sidecar of the head Pod."
+    )
+    gcs_fault_tolerance_options: GcsFaultToleranceOptions | None = Field(
+        default=None, description="Keep GCS state outside the head Pod so the cluster survives its loss."
+    )
+    head_group_spec: HeadGroupSpec | None = Field(default=None, description="The head Pod.")
+    ray_version: str | None = Field(
+        default=None, description="The Ray version of the images (informational; gates some features)."
+    )
+    worker_group_specs: list[WorkerGroupSpec] | None = Field(default=None, description="The worker groups.")
     tls_options: TLSOptions | None = None
     network_policy: NetworkPolicySpec | None = None
     history_server_options: HistoryServerOptions | None = None
@@ -311,23 +366,35 @@ class HeadInfo(ApiModel):
 class RayClusterStatus(ApiModel):
     """The observed state. ``state`` is ``ready`` or ``suspended`` (``failed`` is deprecated)."""
 
-    state: str | None = None
-    desired_cpu: Quantity | None = None
-    desired_memory: Quantity | None = None
-    desired_gpu: Quantity | None = None
-    desired_tpu: Quantity | None = None
+    state: str | None = Field(
+        default=None, description="ready once all Pods first ran and were ready; suspended while suspended."
+    )
+    desired_cpu: Quantity | None = Field(default=None, description="Total CPU requested by the desired Pods.")
+    desired_memory: Quantity | None = Field(
+        default=None, description="Total memory requested by the desired Pods."
+    )
+    desired_gpu: Quantity | None = Field(
+        default=None, description="Total GPUs requested by the desired Pods."
+    )
+    desired_tpu: Quantity | None = Field(
+        default=None, description="Total TPUs requested by the desired Pods."
+    )
     last_update_time: Annotated[str, Schema({"format": "date-time", "nullable": True})] | None = None
     state_transition_times: dict[str, DateTime] | None = None
-    endpoints: StringMap | None = None
-    head: HeadInfo | None = None
+    endpoints: StringMap | None = Field(default=None, description="Head Service port name to port.")
+    head: HeadInfo | None = Field(default=None, description="Addresses of the head Pod and Service.")
     reason: str | None = None
     conditions: ConditionList | None = None
-    ready_worker_replicas: Int32 | None = None
-    available_worker_replicas: Int32 | None = None
-    desired_worker_replicas: Int32 | None = None
+    ready_worker_replicas: Int32 | None = Field(default=None, description="Running and ready worker Pods.")
+    available_worker_replicas: Int32 | None = Field(default=None, description="Running worker Pods.")
+    desired_worker_replicas: Int32 | None = Field(
+        default=None, description="Worker Pods wanted (replicas x numOfHosts, suspended groups excluded)."
+    )
     min_worker_replicas: Int32 | None = None
     max_worker_replicas: Int32 | None = None
-    observed_generation: Int64 | None = None
+    observed_generation: Int64 | None = Field(
+        default=None, description="The metadata.generation this status was computed from."
+    )
 
 
 # ------------------------------------------------------------------------------------------- objects

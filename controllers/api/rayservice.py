@@ -14,7 +14,7 @@ import yaml
 from pydantic import Field
 
 from controllers.api.base import ApiModel, DateTime, Int32, Int64, K8s, Schema
-from controllers.api.raycluster import ConditionList, RayClusterSpec, RayClusterStatus
+from controllers.api.raycluster import MANAGED_BY_RULES, ConditionList, RayClusterSpec, RayClusterStatus
 
 __all__ = [
     "KIND",
@@ -86,36 +86,29 @@ class RayServiceSpec(ApiModel):
             description="Seconds to keep an old RayCluster after traffic moved away (default 60).",
         )
     )
-    service_unhealthy_second_threshold: Int32 | None = None
-    deployment_unhealthy_second_threshold: Int32 | None = None
+    service_unhealthy_second_threshold: Int32 | None = Field(default=None, description="Deprecated; ignored.")
+    deployment_unhealthy_second_threshold: Int32 | None = Field(
+        default=None, description="Deprecated; ignored."
+    )
     serve_service: ServiceManifest | None = Field(
         default=None, description="A template for the serve Service."
     )
-    managed_by: (
-        Annotated[
-            str,
-            Schema(
-                {
-                    "x-kubernetes-validations": [
-                        {"message": "the managedBy field is immutable", "rule": "self == oldSelf"},
-                        {
-                            "message": "the managedBy field value must be either 'ray.io/kuberay-operator' "
-                            "or 'kueue.x-k8s.io/multikueue'",
-                            "rule": "self in ['ray.io/kuberay-operator', 'kueue.x-k8s.io/multikueue']",
-                        },
-                    ]
-                }
-            ),
-        ]
-        | None
-    ) = None
-    upgrade_strategy: RayServiceUpgradeStrategy | None = None
+    managed_by: Annotated[str, MANAGED_BY_RULES] | None = Field(
+        default=None, description="The controller that reconciles this service; immutable."
+    )
+    upgrade_strategy: RayServiceUpgradeStrategy | None = Field(
+        default=None, description="How a changed rayClusterConfig is rolled out."
+    )
     serve_config_v2: str | None = Field(
         default=None, description="The Ray Serve multi-application config (YAML)."
     )
-    ray_cluster_config: RayClusterSpec | None = None
-    exclude_head_pod_from_serve_svc: bool | None = None
-    suspend: bool | None = None
+    ray_cluster_config: RayClusterSpec | None = Field(
+        default=None, description="The RayCluster spec the service runs on."
+    )
+    exclude_head_pod_from_serve_svc: bool | None = Field(
+        default=None, description="Never route serve traffic to the head Pod."
+    )
+    suspend: bool | None = Field(default=None, description="Delete the clusters and Services while true.")
 
     def serve_applications(self) -> list[dict[str, Any]]:
         """The parsed ``applications`` list (empty when serveConfigV2 is unset)."""
@@ -142,8 +135,10 @@ class RayServiceStatus(ApiModel):
     last_traffic_migrated_time: DateTime | None = None
     target_capacity: Int32 | None = None
     traffic_routed_percent: Int32 | None = None
-    application_statuses: dict[str, AppStatus] | None = None
-    ray_cluster_name: str | None = None
+    application_statuses: dict[str, AppStatus] | None = Field(
+        default=None, description="Serve application name to its status and deployments."
+    )
+    ray_cluster_name: str | None = Field(default=None, description="Name of the RayCluster.")
     ray_cluster_status: RayClusterStatus | None = None
 
 
@@ -152,10 +147,18 @@ class RayServiceStatuses(ApiModel):
 
     last_update_time: DateTime | None = None
     service_status: str | None = Field(default=None, description="Deprecated: Running iff Ready, else empty.")
-    conditions: ConditionList | None = None
-    active_service_status: RayServiceStatus | None = None
-    pending_service_status: RayServiceStatus | None = None
-    num_serve_endpoints: Int32 | None = None
+    conditions: ConditionList | None = Field(
+        default=None, description="Ready, UpgradeInProgress, Suspending, Suspended, ..."
+    )
+    active_service_status: RayServiceStatus | None = Field(
+        default=None, description="The cluster serving traffic."
+    )
+    pending_service_status: RayServiceStatus | None = Field(
+        default=None, description="The cluster being prepared to take over."
+    )
+    num_serve_endpoints: Int32 | None = Field(
+        default=None, description="Pods behind the serve Service that are ready to serve."
+    )
     observed_generation: Int64 | None = None
 
 
