@@ -1,0 +1,1 @@
+"""The ``kuberay-operator`` command: ``run`` (in-cluster operator), ``demo`` and ``crds``."""

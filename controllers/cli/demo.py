@@ -1,0 +1,258 @@
+"""``kuberay-operator demo``: the operator's main job on an embedded control plane.
+
+It starts the built-in API server with the cluster simulator and fake Ray nodes, installs the CRDs
+generated from the models, applies the samples (or ``-f`` files), runs the same operator a cluster
+runs, and prints each object's state whenever it changes. ``--no-operator`` leaves the operator
+out, so one started with ``kuberay-operator run --kubeconfig PATH`` can be stopped, killed and
+restarted against a cluster that keeps running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any, TextIO
+
+import anyio
+import yaml
+
+from controllers.api.crdgen import write_crds
+from controllers.constants import RAYCLUSTERS, RAYSERVICES
+from controllers.raysim import RayPodRuntime
+from kuberay_py import log
+from kuberay_py.client import AlreadyExists, ApiError, Client, Resource, resources
+from kuberay_py.envtest import Environment
+
+from .flags import OperatorFlags
+from .operator import build_manager
+from .progress import is_ready, summary
+
+__all__ = ["load_manifests", "run_demo"]
+
+SAMPLES_DIR = Path(__file__).resolve().parents[2] / "config" / "samples"
+DEFAULT_SAMPLES = ("ray-cluster.sample.yaml", "ray-service.sample.yaml")
+KINDS: dict[tuple[str, str], Resource] = {
+    ("ray.io/v1", "RayCluster"): RAYCLUSTERS,
+    ("ray.io/v1", "RayService"): RAYSERVICES,
+    ("v1", "ConfigMap"): resources.CONFIGMAPS,
+    ("v1", "Secret"): resources.SECRETS,
+    ("v1", "Service"): resources.SERVICES,
+    ("v1", "Namespace"): resources.NAMESPACES,
+}
+POLL_SECONDS = 0.5
+
+
+class DemoError(Exception):
+    """A problem with the demo's input; printed as one line, exit code 1."""
+
+
+def load_manifests(paths: list[Path]) -> list[dict[str, Any]]:
+    """Every YAML document in ``paths``; empty files and empty documents contribute nothing."""
+    objects: list[dict[str, Any]] = []
+    for path in paths:
+        try:
+            docs = list(yaml.safe_load_all(path.read_text()))
+        except OSError as err:
+            raise DemoError(f"cannot read {path}: {err.strerror}") from err
+        except yaml.YAMLError as err:
+            raise DemoError(f"{path} is not valid YAML: {err}") from err
+        for doc in docs:
+            if doc is None:
+                continue
+            if not isinstance(doc, dict) or "kind" not in doc or "apiVersion" not in doc:
+                raise DemoError(f"{path}: every document needs apiVersion and kind")
+            if (doc["apiVersion"], doc["kind"]) not in KINDS:
+                supported = ", ".join(f"{k} ({v})" for v, k in KINDS)
+                kind = f"{doc['kind']} ({doc['apiVersion']})"
+                raise DemoError(f"{path}: unsupported kind {kind}; use {supported}")
+            objects.append(doc)
+    return objects
+
+
+async def _ensure_namespace(client: Client, namespace: str) -> None:
+    with contextlib.suppress(AlreadyExists):
+        await client.create(resources.NAMESPACES, {"metadata": {"name": namespace}})
+
+
+async def _apply(client: Client, obj: dict[str, Any]) -> tuple[Resource, str, str]:
+    res = KINDS[(obj["apiVersion"], obj["kind"])]
+    meta = obj.setdefault("metadata", {})
+    namespace = meta.get("namespace") or "default" if res.namespaced else ""
+    if res.namespaced:
+        meta["namespace"] = namespace
+        await _ensure_namespace(client, namespace)
+    try:
+        created = await client.create(res, obj, namespace or None)
+    except AlreadyExists:
+        created = await client.get(res, meta["name"], namespace or None)
+    except ApiError as err:
+        raise DemoError(f"{obj['kind']}/{meta.get('name')}: {err}") from err
+    return res, namespace, created["metadata"]["name"]
+
+
+async def _serve_endpoint(client: Client, namespace: str, service: str) -> str | None:
+    slices = await client.list(
+        resources.ENDPOINTSLICES, namespace, label_selector=f"kubernetes.io/service-name={service}"
+    )
+    for item in slices.get("items", []):
+        ports = item.get("ports") or []
+        for endpoint in item.get("endpoints") or []:
+            if (endpoint.get("conditions") or {}).get("ready") and endpoint.get("addresses") and ports:
+                return f"http://{endpoint['addresses'][0]}:{ports[0].get('port')}/"
+    return None
+
+
+class _Progress:
+    """Prints a line per object whenever its summary changes."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.last: dict[tuple[str, str, str], str] = {}
+
+    def show(self, obj: dict[str, Any]) -> None:
+        meta = obj.get("metadata") or {}
+        key = (obj.get("kind", ""), meta.get("namespace", ""), meta.get("name", ""))
+        line = summary(obj)
+        if self.last.get(key) != line:
+            self.last[key] = line
+            self.out.write(f"  {line}\n")
+            self.out.flush()
+
+
+async def _snapshot(client: Client, applied: list[tuple[Resource, str, str]]) -> list[dict[str, Any]]:
+    objs = []
+    for res, namespace, name in applied:
+        obj = await client.get(res, name, namespace or None)
+        obj.setdefault("kind", res.kind)
+        objs.append(obj)
+    return objs
+
+
+async def _report_endpoints(client: Client, objs: list[dict[str, Any]], out: TextIO) -> None:
+    for obj in objs:
+        if obj.get("kind") != "RayService":
+            continue
+        meta = obj["metadata"]
+        service = ((obj.get("spec") or {}).get("serveService") or {}).get("metadata", {}).get("name")
+        service = service or f"{meta['name']}-serve-svc"
+        endpoint = await _serve_endpoint(client, meta["namespace"], service)
+        out.write(f"serve endpoint ({meta['namespace']}/{service}): {endpoint or 'none ready yet'}\n")
+
+
+async def _watch_until(
+    client: Client,
+    applied: list[tuple[Resource, str, str]],
+    progress: _Progress,
+    *,
+    until_ready: bool,
+    timeout: float,
+    out: TextIO,
+) -> int:
+    deadline = anyio.current_time() + timeout
+    announced = False
+    while True:
+        objs = await _snapshot(client, applied)
+        for obj in objs:
+            progress.show(obj)
+        ready = all(is_ready(obj) for obj in objs)
+        if ready and not announced:
+            announced = True
+            out.write("all objects are ready\n")
+            await _report_endpoints(client, objs, out)
+            out.flush()
+            if until_ready:
+                return 0
+        if until_ready and anyio.current_time() >= deadline:
+            waiting = [summary(obj) for obj in objs if not is_ready(obj)]
+            sys.stderr.write(f"kuberay-operator demo: not ready after {timeout:g}s: {'; '.join(waiting)}\n")
+            return 1
+        await anyio.sleep(POLL_SECONDS)
+
+
+async def run_demo(
+    flags: OperatorFlags,
+    *,
+    files: list[str] | None,
+    until_ready: bool,
+    timeout: float,
+    kubeconfig_out: str | None,
+    no_operator: bool,
+    out: TextIO = sys.stdout,
+) -> int:
+    log.configure(flags.log_format, flags.log_level, stream=sys.stderr)
+    try:
+        paths = [Path(f) for f in files] if files is not None else [SAMPLES_DIR / s for s in DEFAULT_SAMPLES]
+        manifests = load_manifests(paths)
+    except DemoError as err:
+        sys.stderr.write(f"kuberay-operator demo: {err}\n")
+        return 1
+    with tempfile.TemporaryDirectory(prefix="kuberay-demo-crds-") as crd_dir:
+        write_crds(crd_dir)
+        env = Environment(
+            [crd_dir], simulate=True, pod_runtime=RayPodRuntime(), kubeconfig_out=kubeconfig_out
+        )
+        async with env, env.new_client() as client:
+            out.write(f"API server ready; kubeconfig: {env.kubeconfig_path}\n")
+            out.write(f"  try: kubectl --kubeconfig {env.kubeconfig_path} get rayclusters,rayservices -A\n")
+            try:
+                applied = [await _apply(client, obj) for obj in manifests]
+            except DemoError as err:
+                sys.stderr.write(f"kuberay-operator demo: {err}\n")
+                return 1
+            out.write(f"applied {len(applied)} object(s)\n")
+            return await _run_with_operator(
+                env, client, applied, flags, no_operator=no_operator,
+                until_ready=until_ready, timeout=timeout, out=out,
+            )
+
+
+async def _run_with_operator(
+    env: Environment,
+    client: Client,
+    applied: list[tuple[Resource, str, str]],
+    flags: OperatorFlags,
+    *,
+    no_operator: bool,
+    until_ready: bool,
+    timeout: float,
+    out: TextIO,
+) -> int:
+    progress = _Progress(out)
+    result = 0
+    async with anyio.create_task_group() as tg:
+        manager = None
+        if not no_operator:
+            manager = build_manager(env.client_config, flags, leader_election=False)
+            tg.start_soon(lambda: manager.run(install_signal_handlers=False))
+            await manager.elected.wait()
+            out.write(f"operator running; metrics: {manager.metrics_url or 'disabled'}\n")
+        else:
+            out.write("embedded cluster only (--no-operator); run the operator with:\n")
+            out.write(f"  kuberay-operator run --kubeconfig {env.kubeconfig_path} ")
+            out.write("--enable-leader-election=false\n")
+        out.flush()
+
+        async def watch() -> None:
+            nonlocal result
+            # Without an operator nothing becomes ready by itself; keep serving until interrupted.
+            result = await _watch_until(
+                client, applied, progress, until_ready=until_ready and not no_operator,
+                timeout=timeout, out=out,
+            )
+            tg.cancel_scope.cancel()
+
+        async def signals() -> None:
+            with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
+                async for _ in received:
+                    out.write("stopping\n")
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(watch)
+        tg.start_soon(signals)
+    if manager is not None:
+        manager.stop()
+    return result

@@ -1,0 +1,22 @@
+from pathlib import Path
+
+import pytest
+import yaml
+
+from controllers.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_crds_command_prints_the_committed_crds(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["crds"]) == 0
+    printed = list(yaml.safe_load_all(capsys.readouterr().out))
+    committed = [yaml.safe_load(p.read_text()) for p in sorted((ROOT / "config/crd/bases").glob("*.yaml"))]
+    key = lambda crd: crd["metadata"]["name"]  # noqa: E731
+    assert sorted(printed, key=key) == sorted(committed, key=key)
+
+
+def test_crds_command_writes_files(tmp_path: Path) -> None:
+    assert main(["crds", "--out", str(tmp_path)]) == 0
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["ray.io_rayclusters.yaml", "ray.io_rayservices.yaml"]

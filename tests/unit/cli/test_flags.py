@@ -1,0 +1,43 @@
+import pytest
+
+from controllers.cli.flags import operator_flags, parse_args
+from controllers.cli.main import main
+
+
+def test_run_is_the_default_subcommand_with_kuberays_defaults() -> None:
+    flags = operator_flags(parse_args([]))
+    assert flags.metrics_addr == ":8080"
+    assert flags.health_probe_bind_address == ":8082"
+    assert flags.enable_leader_election is True
+    assert flags.reconcile_concurrency == 1
+    assert (flags.qps, flags.burst) == (100.0, 200)
+    assert flags.head_proxy_health_concurrency == 16
+
+
+def test_go_style_boolean_and_list_flags() -> None:
+    flags = operator_flags(
+        parse_args(["--enable-leader-election=false", "--watch-namespace", "a, b,,c", "--qps", "50"])
+    )
+    assert flags.enable_leader_election is False
+    assert flags.watch_namespace == ["a", "b", "c"]
+    assert flags.qps == 50.0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["run", "--reconcile-concurrency", "0"],
+        ["run", "--enable-leader-election=maybe"],
+        ["run", "--metrics-addr", "localhost"],
+        ["run", "--no-such-flag"],
+        ["run", "--log-format", "xml"],
+        ["demo", "--timeout", "-1"],
+    ],
+)
+def test_bad_flag_is_one_line_and_exit_code_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert err.startswith("kuberay-operator: error: ")
