@@ -360,6 +360,7 @@ class RayClusterSim:
             return web.Response(
                 status=status,
                 text=text,
+                content_type="application/json" if text.startswith(("{", "[")) else "text/plain",
                 headers={"x-raysim-replica": replica.replica_id, "x-raysim-node-ip": rt.node.ip},
             )
 

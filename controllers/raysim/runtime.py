@@ -61,7 +61,7 @@ class RayPodRuntime:
         if cluster is None:
             return
         await cluster.remove_node(node_id)
-        if not cluster.nodes:
+        if not cluster.nodes and self.clusters.get(key) is cluster:
             del self.clusters[key]
 
     def cluster(self, namespace: str, name: str) -> RayClusterSim:

@@ -10,9 +10,17 @@ recreated Pod does not inherit a stale address that clients may still be talking
 from __future__ import annotations
 
 import ipaddress
+import random
 from collections import deque
 
-__all__ = ["AddressAllocator", "AddressPoolExhausted"]
+__all__ = ["AddressAllocator", "AddressPoolExhausted", "random_block"]
+
+
+def random_block(rng: random.Random | None = None) -> tuple[str, str]:
+    """A random 127.N.0.0/16 block (N in 1..254), so simulators in different processes sharing the
+    host's loopback (parallel test runs) rarely hand out the same address."""
+    n = (rng or random.Random()).randint(1, 254)
+    return f"127.{n}.0.1", f"127.{n}.255.254"
 
 
 class AddressPoolExhausted(RuntimeError):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import errno
 from collections import defaultdict
 from typing import Any
 
@@ -188,6 +189,7 @@ class _PodWorker:
         self.containers: dict[str, ContainerState] = {}
         self.probe_tasks: dict[str, list[asyncio.Task[None]]] = defaultdict(list)
         self.runtime_started = False
+        self.started_mono: dict[str, float] = {}  # container -> clock.now() when it (re)started
         self._deleting = asyncio.Event()
         self._status_lock = asyncio.Lock()
         self._gone = False
@@ -268,14 +270,25 @@ class _PodWorker:
         spec = self.pod.get("spec") or {}
         error = ""
         if self.k.runtime is not None:
-            try:
-                await self.k.runtime.start(self.pod, self.ip)
-                self.runtime_started = True
-            except Exception as exc:
-                log.warning(
-                    "pod runtime failed to start", pod=f"{self.namespace}/{self.name}", error=str(exc)
-                )
-                error = str(exc) or type(exc).__name__
+            for attempt in range(5):
+                try:
+                    await self.k.runtime.start(self.pod, self.ip)
+                    self.runtime_started = True
+                    break
+                except OSError as exc:
+                    if exc.errno != errno.EADDRINUSE or attempt == 4 or old_ip == self.ip:
+                        error = str(exc)
+                        break
+                    # Another process on this host uses the address: the Pod has not been
+                    # reported yet, so give it a different one.
+                    log.info("pod address busy on this host; picking another", ip=self.ip, error=str(exc))
+                    self.k.addresses.free(self.ip)
+                    self.ip = self.k.addresses.allocate()
+                except Exception as exc:
+                    error = str(exc) or type(exc).__name__
+                    break
+            if error:
+                log.warning("pod runtime failed to start", pod=f"{self.namespace}/{self.name}", error=error)
         for c in spec.get("containers") or []:
             cs = ContainerState(
                 name=c.get("name", ""),
@@ -287,6 +300,7 @@ class _PodWorker:
             if error:
                 cs.waiting_reason, cs.waiting_message = "CreateContainerError", error
             self.containers[cs.name] = cs
+            self.started_mono[cs.name] = self.k.clock.now()
         await self.write_status()
         if not error:
             for c in spec.get("containers") or []:
@@ -307,8 +321,12 @@ class _PodWorker:
         timing = ProbeTiming.of(probe)
         state = ProbeState(kind, timing)
         cs = self.containers[container.get("name", "")]
-        await self.k.clock.sleep(timing.initial_delay * self.k.scale)
+        clock = self.k.clock
+        # Deadlines count from the container's start (as the kubelet's initialDelaySeconds does),
+        # so a probe task scheduled late does not shift the probe grid.
+        next_at = self.started_mono.get(cs.name, clock.now()) + timing.initial_delay * self.k.scale
         while True:
+            await clock.sleep(max(0.0, next_at - clock.now()))
             outcome = await run_probe(probe, container, self.ip, self.k.session)
             changed = state.observe(outcome.success)
             if not outcome.success:
@@ -335,7 +353,7 @@ class _PodWorker:
                 self.k._spawn(self._restart_container(container, f"{kind} probe failed: {outcome.message}"))
                 return
             self._round(cs.name, kind)
-            await self.k.clock.sleep(timing.period * self.k.scale)
+            next_at = max(next_at + timing.period * self.k.scale, clock.now())
 
     def _round(self, container: str, kind: str) -> None:
         self.k._round_done(self.namespace, self.name, container, kind)
@@ -366,6 +384,7 @@ class _PodWorker:
             return
         cs.restart_count += 1
         cs.started_at = now
+        self.started_mono[name] = self.k.clock.now()
         cs.ready = not any(k in container for k in ("readinessProbe", "startupProbe"))
         cs.started = "startupProbe" not in container
         if self.k.runtime is not None:

@@ -17,7 +17,7 @@ import anyio
 from kuberay_py.cache import Cache
 from kuberay_py.client import AlreadyExists, ApiError, Client, resources
 from kuberay_py.clock import Clock, RealClock
-from kuberay_py.envtest.sim.addresses import AddressAllocator
+from kuberay_py.envtest.sim.addresses import AddressAllocator, random_block
 from kuberay_py.envtest.sim.endpointslices import EndpointSliceController
 from kuberay_py.envtest.sim.gc import GarbageCollector
 from kuberay_py.envtest.sim.kubelet import Kubelet
@@ -46,7 +46,7 @@ class Simulator:
         self.client = client
         self.clock = clock or RealClock()
         self.cache = Cache(client, clock=self.clock)
-        self.addresses = AddressAllocator()
+        self.addresses = AddressAllocator(*random_block())
         self.node_name = node_name
         self.kubelet = Kubelet(
             client,
