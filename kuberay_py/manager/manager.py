@@ -26,6 +26,7 @@ import signal
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 from aiohttp import web
@@ -117,6 +118,7 @@ class Manager:
         self._lost = False
         self._running = False
         self._hold_scope: anyio.CancelScope | None = None  # made in run(): needs a running loop
+        self._startup_scope: anyio.CancelScope | None = None
         self.elected = asyncio.Event()  # set once leader-only runnables have been started
 
     # -- registration --------------------------------------------------------------------------
@@ -202,14 +204,22 @@ class Manager:
             yield
             return
         loop = asyncio.get_running_loop()
-        sigs = (signal.SIGTERM, signal.SIGINT)
-        for sig in sigs:
-            loop.add_signal_handler(sig, self._on_signal, sig)
+        previous: dict[signal.Signals, Any] = {}
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            try:
+                previous[sig] = signal.getsignal(sig)
+                loop.add_signal_handler(sig, self._on_signal, sig)
+            except (ValueError, RuntimeError, NotImplementedError) as err:  # not the main thread
+                previous.pop(sig, None)
+                log.warning("cannot install signal handler; stop the manager with stop()",
+                            signal=sig.name, error=str(err))
         try:
             yield
         finally:
-            for sig in sigs:
+            for sig, handler in previous.items():
                 loop.remove_signal_handler(sig)
+                if handler is not None:
+                    signal.signal(sig, handler)  # give back whatever was there (pytest's, anyio's)
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -219,6 +229,7 @@ class Manager:
             raise RuntimeError("the manager is already running")
         self._running = True
         self._hold_scope = anyio.CancelScope()
+        self._startup_scope = anyio.CancelScope()
         try:
             await self._health_server.start()
             await self._metrics_server.start()
@@ -226,7 +237,7 @@ class Manager:
                 async with anyio.create_task_group() as root:
                     for group in (self._caches, self._others, self._event_writer, self._leader):
                         await root.start(group.serve)
-                    root.start_soon(self._start_up, root, name="manager:start-up")
+                    root.start_soon(self._start_up_scoped, root, name="manager:start-up")
                     await self._stop_requested.wait()
                     await self._shut_down()
                     root.cancel_scope.cancel()
@@ -240,6 +251,11 @@ class Manager:
         if self._errors:
             raise self._errors[0]
         log.info("manager stopped")
+
+    async def _start_up_scoped(self, root: anyio.abc.TaskGroup) -> None:
+        assert self._startup_scope is not None
+        with self._startup_scope:
+            await self._start_up(root)
 
     async def _start_up(self, root: anyio.abc.TaskGroup) -> None:
         try:
@@ -279,6 +295,8 @@ class Manager:
 
     async def _shut_down(self) -> None:
         self._stopping = True
+        if self._startup_scope is not None:
+            self._startup_scope.cancel()  # e.g. still waiting for caches or for the lease
         timeout: float | None = self.options.graceful_shutdown_timeout
         if self._lost:
             timeout = 0.0  # someone else may be leading already: do not reconcile one more step

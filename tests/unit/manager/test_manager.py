@@ -246,3 +246,44 @@ class _NoopReconciler:
         from kuberay_py.controller import Result
 
         return Result()
+
+
+async def test_stop_while_waiting_for_the_lease_never_starts_controllers() -> None:
+    clock, store = FakeClock(), LeaseStore()
+    opts = _options(leader_election=True, leader_election_namespace="ns", leader_election_id="unit-wait")
+    holder = Manager(CONFIG, opts, clock=clock)
+    waiter = Manager(CONFIG, opts, clock=clock)
+    _with_fake_lease(holder, store, "holder")
+    _with_fake_lease(waiter, store, "waiter")
+    ran: list[str] = []
+
+    async def controller_like() -> None:
+        ran.append("waiter")
+
+    waiter.add_runnable(controller_like)
+    run_holder = _spawn(holder)
+    await asyncio.wait_for(holder.elected.wait(), 5)
+    run_waiter = _spawn(waiter)
+    await _until(lambda: waiter.elector is not None and waiter.elector.next_attempt_at is not None)
+    waiter.stop()
+    await asyncio.wait_for(run_waiter, 5)
+    assert ran == [] and not waiter.elected.is_set()
+    assert store.record is not None and store.record.holder_identity == "holder"  # untouched
+    holder.stop()
+    await asyncio.wait_for(run_holder, 5)
+
+
+async def test_previous_signal_handlers_are_restored_after_run() -> None:
+    seen: list[int] = []
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: seen.append(signum))
+    try:
+        mgr = Manager(CONFIG, _options(), clock=FakeClock())
+        run = _spawn(mgr, signals=True)
+        await asyncio.wait_for(mgr.elected.wait(), 5)
+        mgr.stop()
+        await asyncio.wait_for(run, 5)
+        os.kill(os.getpid(), signal.SIGTERM)
+        await asyncio.sleep(0)
+        assert seen == [signal.SIGTERM]
+    finally:
+        signal.signal(signal.SIGTERM, previous)
