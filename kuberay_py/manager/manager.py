@@ -227,6 +227,8 @@ class Manager:
         """Run until :meth:`stop`, SIGTERM/SIGINT, a runnable's failure, or the loss of the lease."""
         if self._running:
             raise RuntimeError("the manager is already running")
+        if self._leader.stopped:
+            raise RuntimeError("a manager cannot be restarted; build a new one")
         self._running = True
         self._hold_scope = anyio.CancelScope()
         self._startup_scope = anyio.CancelScope()

@@ -287,3 +287,13 @@ async def test_previous_signal_handlers_are_restored_after_run() -> None:
         assert seen == [signal.SIGTERM]
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+async def test_a_stopped_manager_cannot_be_run_again() -> None:
+    mgr = Manager(CONFIG, _options(), clock=FakeClock())
+    run = _spawn(mgr)
+    await asyncio.wait_for(mgr.elected.wait(), 5)
+    mgr.stop()
+    await asyncio.wait_for(run, 5)
+    with pytest.raises(RuntimeError, match="cannot be restarted"):
+        await mgr.run(install_signal_handlers=False)
