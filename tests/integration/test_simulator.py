@@ -329,3 +329,72 @@ async def test_dangling_owner_reference_is_collected(
         ns,
     )
     await wait_gone(client, resources.CONFIGMAPS, "orphaned", ns)
+
+
+async def test_foreground_deletion_waits_for_blocking_dependents(
+    sim: tuple[Simulator, WebRuntime, FakeClock, Client], ns: str
+) -> None:
+    _, _, _, client = sim
+    owner = await client.create(
+        resources.CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fg"}}, ns
+    )
+    ref = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "name": "fg",
+        "uid": owner["metadata"]["uid"],
+        "blockOwnerDeletion": True,
+    }
+    await client.create(
+        resources.SECRETS,
+        {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "fg-child", "ownerReferences": [ref]}},
+        ns,
+    )
+    await client.delete(resources.CONFIGMAPS, "fg", ns, propagation_policy="Foreground")
+    await wait_gone(client, resources.SECRETS, "fg-child", ns)
+    await wait_gone(client, resources.CONFIGMAPS, "fg", ns)
+
+
+async def test_terminating_pod_held_by_a_finalizer_is_a_terminating_endpoint(
+    sim: tuple[Simulator, WebRuntime, FakeClock, Client], ns: str
+) -> None:
+    _, runtime, _, client = sim
+    await client.create(
+        resources.SERVICES,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "held"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
+        },
+        ns,
+    )
+    body = web_pod("held-0", readinessProbe=READINESS)
+    body["metadata"]["finalizers"] = ["example.com/hold"]
+    await client.create(resources.PODS, body, ns)
+    await wait_for(client, resources.PODS, ns, pod_ready, field_selector="metadata.name=held-0")
+    await client.delete(resources.PODS, "held-0", ns)
+    selector = "kubernetes.io/service-name=held"
+    slice_ = await wait_for(
+        client,
+        resources.ENDPOINTSLICES,
+        ns,
+        lambda s: (endpoint_conditions(s, "held-0") or {}).get("terminating") is True,
+        label_selector=selector,
+    )
+    assert endpoint_conditions(slice_, "held-0") == {"ready": False, "serving": True, "terminating": True}
+    assert slice_["ports"] == [{"name": "", "port": 8080, "protocol": "TCP"}]
+    # the kubelet stops the containers, then deletes with gracePeriodSeconds=0 (the finalizer holds on)
+    pod = await wait_for(
+        client,
+        resources.PODS,
+        ns,
+        lambda p: p["metadata"].get("deletionGracePeriodSeconds") == 0,
+        field_selector="metadata.name=held-0",
+    )
+    assert pod["metadata"]["uid"] not in runtime._runners
+    await client.patch(resources.PODS, "held-0", {"metadata": {"finalizers": None}}, ns)
+    await wait_gone(client, resources.PODS, "held-0", ns)
+    await wait_for(
+        client, resources.ENDPOINTSLICES, ns, lambda s: not s.get("endpoints"), label_selector=selector
+    )

@@ -74,6 +74,7 @@ class Kubelet:
         self._round_waiters: list[tuple[tuple[str, str, str, str | None], int, asyncio.Future[None]]] = []
         self._session: aiohttp.ClientSession | None = None
         self._binding_supported = True
+        self._terminated: set[str] = set()  # Pods this kubelet stopped and asked the API to remove
 
     # -- EventHandler -------------------------------------------------------------------------
     def on_add(self, obj: dict[str, Any], is_initial: bool) -> None:
@@ -83,6 +84,7 @@ class Kubelet:
         self._dispatch(new)
 
     def on_delete(self, obj: dict[str, Any]) -> None:
+        self._terminated.discard(obj.get("metadata", {}).get("uid", ""))
         worker = self._workers.pop(obj.get("metadata", {}).get("uid", ""), None)
         if worker is not None:
             worker.removed()
@@ -131,6 +133,8 @@ class Kubelet:
         if worker is not None:
             worker.update(pod)
             return
+        if uid in self._terminated:
+            return  # stopped and deleted; only finalizers keep it in the API now
         if node and node != self.node_name:
             return
         if not node and spec.get("schedulerName", "default-scheduler") != "default-scheduler":
@@ -400,6 +404,7 @@ class _PodWorker:
     async def _terminate(self) -> None:
         """The kubelet's side of graceful deletion: stop the containers, then remove the Pod."""
         await self._stop_everything()
+        self.k._terminated.add(self.uid)
         try:
             await self.k.client.delete(
                 resources.PODS,
