@@ -15,7 +15,7 @@ import structlog
 import yaml
 from aiohttp import web
 
-from . import discovery
+from . import discovery, openapi
 from .core import ApiCore
 from .deletion import DeleteOptions, delete_collection, delete_object, success_status
 from .errors import StatusError
@@ -33,7 +33,9 @@ __all__ = ["ApiHandler"]
 log = structlog.get_logger("kuberay_py.envtest.apiserver")
 
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
-_BODY_TYPES = ["application/json", "application/yaml", "application/vnd.kubernetes.protobuf"]
+# kube-apiserver also takes application/vnd.kubernetes.protobuf; the built-in server cannot decode
+# protobuf and says so with the same 415 (docs/envtest.md: kubectl's imperative create commands).
+_BODY_TYPES = ["application/json", "application/yaml"]
 _PATCH_TYPES = {
     "application/json-patch+json": "json",
     "application/merge-patch+json": "merge",
@@ -428,7 +430,15 @@ class ApiHandler:
             return json_response(discovery.api_group_list(reg))
         parts = [p for p in path.split("/") if p]
         doc: dict[str, Any] | None = None
-        if len(parts) == 2 and parts[0] == "api":
+        if parts[:2] == ["openapi", "v3"]:
+            if len(parts) == 2:
+                return json_response(openapi.openapi_index(reg))
+            rest = parts[2:]
+            if rest[0] == "api" and len(rest) == 2:
+                doc = openapi.openapi_group_version(reg, "", rest[1])
+            elif rest[0] == "apis" and len(rest) == 3:
+                doc = openapi.openapi_group_version(reg, rest[1], rest[2])
+        elif len(parts) == 2 and parts[0] == "api":
             doc = discovery.resource_list(reg, "", parts[1])
         elif len(parts) == 2 and parts[0] == "apis":
             doc = discovery.api_group(reg, parts[1])

@@ -1,0 +1,63 @@
+"""kubectl works unchanged against the environment (skipped where kubectl is not installed)."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from pathlib import Path
+
+import pytest
+
+from kuberay_py.envtest import Environment
+
+KUBECTL = shutil.which("kubectl")
+SAMPLE = Path("/work/shared/reference/kuberay/samples/ray-cluster.sample.yaml")
+SAMPLE_TEXT = SAMPLE.read_text() if SAMPLE.exists() else ""
+pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed")
+
+
+async def kubectl(env: Environment, *args: str, stdin: bytes | None = None) -> tuple[int, str]:
+    assert KUBECTL is not None
+    proc = await asyncio.create_subprocess_exec(
+        KUBECTL,
+        f"--kubeconfig={env.kubeconfig_path}",
+        *args,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await proc.communicate(stdin)
+    return proc.returncode or 0, out.decode()
+
+
+async def test_kubectl_apply_get_delete(envtest: Environment, namespace: str, tmp_path: Path) -> None:
+    manifest = tmp_path / "cm.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-kubectl}\ndata: {a: b}\n")  # noqa: ASYNC240
+    code, out = await kubectl(envtest, "-n", namespace, "apply", "-f", str(manifest))
+    assert code == 0, out
+    assert "configmap/from-kubectl created" in out
+    code, out = await kubectl(
+        envtest, "-n", namespace, "get", "configmap", "from-kubectl", "-o", "jsonpath={.data.a}"
+    )
+    assert (code, out) == (0, "b")
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-kubectl}\ndata: {a: c}\n")  # noqa: ASYNC240
+    code, out = await kubectl(envtest, "-n", namespace, "apply", "--server-side", "-f", str(manifest))
+    assert code == 0, out
+    code, out = await kubectl(envtest, "-n", namespace, "delete", "configmap", "from-kubectl")
+    assert code == 0 and "deleted" in out, out
+
+
+async def test_kubectl_api_resources_lists_core_kinds(envtest: Environment) -> None:
+    code, out = await kubectl(envtest, "api-resources", "-o", "name")
+    assert code == 0, out
+    names = set(out.split())
+    assert {"pods", "services", "configmaps", "leases.coordination.k8s.io", "jobs.batch"} <= names
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason="KubeRay samples not present")
+async def test_kubectl_rejects_misspelled_type_with_field_path(envtest: Environment, namespace: str) -> None:
+    await envtest.install_crds([SAMPLE.parent.parent / "crd"])
+    bad = SAMPLE_TEXT.replace("replicas: 1", 'replicas: "1"', 1)
+    code, out = await kubectl(envtest, "-n", namespace, "apply", "-f", "-", stdin=bad.encode())
+    assert code != 0
+    assert "spec.workerGroupSpecs[0].replicas" in out and "must be of type integer" in out, out
