@@ -260,3 +260,22 @@ async def test_release_does_not_overwrite_a_lease_someone_else_now_holds() -> No
     assert await b.try_acquire_or_renew()
     assert await a.release()
     assert store.record is not None and store.record.holder_identity == "b"
+
+
+async def test_forbidden_lease_access_retries_on_the_jittered_period_without_busy_looping(
+    tasks: list[asyncio.Task[None]],
+) -> None:
+    from kuberay_py.client import Forbidden
+
+    clock, store = FakeClock(), LeaseStore()
+    store.fail = Forbidden(403, "Forbidden", 'leases.coordination.k8s.io "x" is forbidden')
+    a = _elector(store, "a", clock, jitter=0.0)
+    acquiring = _spawn(tasks, a.acquire())
+    await settle()
+    assert a.attempts == 1
+    for _ in range(5):
+        await clock.advance(2.0)
+    assert a.attempts == 6 and not acquiring.done()  # one attempt per retry period, still trying
+    store.fail = None
+    await clock.advance(2.0)
+    assert acquiring.done() and a.is_leader()
