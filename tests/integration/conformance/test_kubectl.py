@@ -32,7 +32,7 @@ async def kubectl(env: Environment, *args: str, stdin: bytes | None = None) -> t
 
 async def test_kubectl_apply_get_delete(envtest: Environment, namespace: str, tmp_path: Path) -> None:
     manifest = tmp_path / "cm.yaml"
-    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-kubectl}\ndata: {a: b}\n")  # noqa: ASYNC240
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-kubectl}\ndata: {a: b}\n")
     code, out = await kubectl(envtest, "-n", namespace, "apply", "-f", str(manifest))
     assert code == 0, out
     assert "configmap/from-kubectl created" in out
@@ -40,7 +40,7 @@ async def test_kubectl_apply_get_delete(envtest: Environment, namespace: str, tm
         envtest, "-n", namespace, "get", "configmap", "from-kubectl", "-o", "jsonpath={.data.a}"
     )
     assert (code, out) == (0, "b")
-    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-kubectl}\ndata: {a: c}\n")  # noqa: ASYNC240
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: from-kubectl}\ndata: {a: c}\n")
     code, out = await kubectl(envtest, "-n", namespace, "apply", "--server-side", "-f", str(manifest))
     assert code == 0, out
     code, out = await kubectl(envtest, "-n", namespace, "delete", "configmap", "from-kubectl")
