@@ -290,10 +290,12 @@ class Manager:
             await self.elector.hold()
         if self._hold_scope.cancel_called:
             return
-        if not self._stopping:
-            log.error("leader election lost, stopping at once", lease=self.options.leader_election_id)
-            self._lost = True
-            self._stop_requested.set()
+        # Lost, possibly in the middle of a graceful drain: stop reconciling at once either way.
+        log.error("leader election lost, stopping at once", lease=self.options.leader_election_id,
+                  during_shutdown=self._stopping)
+        self._lost = True
+        self._force.set()
+        self._stop_requested.set()
 
     async def _shut_down(self) -> None:
         self._stopping = True

@@ -297,3 +297,31 @@ async def test_a_stopped_manager_cannot_be_run_again() -> None:
     await asyncio.wait_for(run, 5)
     with pytest.raises(RuntimeError, match="cannot be restarted"):
         await mgr.run(install_signal_handlers=False)
+
+
+async def test_losing_the_lease_during_a_graceful_drain_cuts_it_short() -> None:
+    clock, store = FakeClock(), LeaseStore()
+    opts = _options(leader_election=True, leader_election_namespace="ns",
+                    leader_election_id="unit-drain-lost", graceful_shutdown_timeout=60.0)
+    mgr = Manager(CONFIG, opts, clock=clock)
+    _with_fake_lease(mgr, store, "a")
+    cancelled = asyncio.Event()
+
+    async def slow_reconcile() -> None:
+        try:
+            await anyio.sleep_forever()  # ignores its stop hook: a reconcile stuck on a slow call
+        finally:
+            cancelled.set()
+
+    mgr.add_runnable(slow_reconcile, stop=lambda: None)
+    run = _spawn(mgr)
+    await asyncio.wait_for(mgr.elected.wait(), 5)
+    mgr.stop()
+    await settle()
+    store.fail = ConnectionError("partitioned")
+    for _ in range(7):
+        await clock.advance(2.0)
+    with pytest.raises(LeaderElectionLost):
+        await asyncio.wait_for(run, 5)
+    assert cancelled.is_set() and clock.now() < 1000.0 + 60.0  # well before the graceful timeout
+    assert store.record is not None and store.record.holder_identity == "a"  # not "released"
