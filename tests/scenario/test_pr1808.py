@@ -1,0 +1,184 @@
+"""KubeRay PR #1808's acceptance cases, replayed on envtest + simulator + fake Ray nodes."""
+
+from __future__ import annotations
+
+import yaml
+
+from controllers.rayservice.kinds import RAYSERVICES
+from kuberay_py.client.resources import SERVICES
+
+from .conftest import Scenario, Traffic, eventually, sample, wait_ready
+
+RAYLET = "wget --tries 1 -T 2 -q -O- http://localhost:52365/api/local_raylet_healthz | grep success"
+GCS = "wget --tries 1 -T 10 -q -O- http://localhost:8265/api/gcs_healthz | grep success"
+
+
+def serve_check(port: int) -> str:
+    return f"wget --tries 1 -T 10 -q -O- http://localhost:{port}/-/healthz | grep success"
+
+
+def probe(command: str, delay: int, timeout: int, failure: int) -> dict:
+    return {
+        "exec": {"command": ["bash", "-c", command]},
+        "initialDelaySeconds": delay,
+        "timeoutSeconds": timeout,
+        "periodSeconds": 5,
+        "successThreshold": 1,
+        "failureThreshold": failure,
+    }
+
+
+def three_worker_service(replicas: int = 3) -> dict:
+    """The default sample: one head with no CPUs for replicas, three workers, one replica each."""
+    svc = sample("ray-service.sample.yaml")
+    svc["metadata"] = {"name": "rs"}
+    spec = svc["spec"]["rayClusterConfig"]
+    spec["headGroupSpec"]["rayStartParams"] = {"num-cpus": "0"}
+    spec["workerGroupSpecs"][0].update(replicas=3, minReplicas=3, maxReplicas=5)
+    svc["spec"]["serveConfigV2"] = serve_config(replicas)
+    return svc
+
+
+def serve_config(replicas: int) -> str:
+    return yaml.safe_dump(
+        {
+            "http_options": {"request_timeout_s": 5},
+            "applications": [
+                {
+                    "name": "fruit_app",
+                    "import_path": "fruit:app",
+                    "route_prefix": "/fruit",
+                    "deployments": [
+                        {
+                            "name": "Fruit",
+                            "num_replicas": replicas,
+                            "max_replicas_per_node": 1,
+                            "ray_actor_options": {"num_cpus": 0.1},
+                        }
+                    ],
+                }
+            ],
+        }
+    )
+
+
+async def test_default_rayservice_probes_endpoints_and_scale_down_without_failures(
+    scenario: Scenario,
+) -> None:
+    sc = scenario
+    await sc.client.create(RAYSERVICES, three_worker_service(3), sc.namespace)
+    svc = await wait_ready(sc, "rs", endpoints=4)
+    cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
+
+    # the probes, exactly (Ray 2.52 in the sample: exec probes)
+    head = (await sc.pods(cluster, "head"))[0]["spec"]["containers"][0]
+    assert head["livenessProbe"] == probe(f"{RAYLET} && {GCS}", 30, 5, 120)
+    assert head["readinessProbe"] == probe(f"{RAYLET} && {GCS}", 10, 5, 10)
+    workers = await sc.pods(cluster, "worker")
+    assert len(workers) == 3
+    for w in workers:
+        container = w["spec"]["containers"][0]
+        assert container["livenessProbe"] == probe(RAYLET, 30, 2, 120)
+        assert container["readinessProbe"] == probe(f"{RAYLET} && {serve_check(8000)}", 10, 2, 1)
+
+    endpoints = await sc.ready_endpoints("rs-serve-svc")
+    assert len({pod for _, _, pod in endpoints}) == 4
+    assert {port for _, port, _ in endpoints} == {8000}
+
+    # num_replicas 3 -> 1 with traffic flowing through the current ready endpoints
+    async with Traffic(sc, "rs-serve-svc", "/fruit", max_seconds=30) as traffic:
+        svc = await sc.get("rs")
+        svc["spec"]["serveConfigV2"] = serve_config(1)
+        await sc.client.update(RAYSERVICES, svc)
+        await wait_ready(sc, "rs", endpoints=2)
+        # the drained workers' proxies go away; keep sending until they have
+        await eventually(
+            lambda: _endpoint_count(sc, "rs-serve-svc", 2), what="2 endpoints in the EndpointSlices"
+        )
+    report = traffic.report
+    assert report.sent > 50
+    assert report.failures == []
+    assert report.ok == report.sent
+    svc = await sc.get("rs")
+    assert svc["status"]["activeServiceStatus"]["rayClusterName"] == cluster  # no new cluster
+
+
+async def _endpoint_count(sc: Scenario, service: str, n: int) -> bool:
+    return len({pod for _, _, pod in await sc.ready_endpoints(service)}) == n
+
+
+async def test_different_port_sample_serves_on_9000(scenario: Scenario) -> None:
+    sc = scenario
+    svc = sample("ray-service.different-port.yaml")
+    svc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["replicas"] = 1
+    await sc.client.create(RAYSERVICES, svc, sc.namespace)
+    ready = await wait_ready(sc, "rayservice-sample")
+    cluster = ready["status"]["activeServiceStatus"]["rayClusterName"]
+
+    worker = (await sc.pods(cluster, "worker"))[0]["spec"]["containers"][0]
+    assert serve_check(9000) in worker["readinessProbe"]["exec"]["command"][2]
+    service = await sc.client.get(SERVICES, "rayservice-sample-serve-svc", sc.namespace)
+    assert [(p["name"], p["port"]) for p in service["spec"]["ports"]] == [("serve", 9000)]
+    endpoints = await sc.ready_endpoints("rayservice-sample-serve-svc")
+    assert endpoints and {port for _, port, _ in endpoints} == {9000}
+    async with Traffic(sc, "rayservice-sample-serve-svc", "/fruit", max_requests=30, max_seconds=10) as t:
+        await eventually(lambda: _sent(t, 30), what="30 requests")
+    assert t.report.failures == [] and t.report.ok == t.report.sent
+
+
+async def _sent(t: Traffic, n: int) -> bool:
+    return t.report.sent >= n
+
+
+async def test_custom_serve_service_sample(scenario: Scenario) -> None:
+    sc = scenario
+    await sc.client.create(RAYSERVICES, sample("ray-service.custom-serve-service.yaml"), sc.namespace)
+    ready = await wait_ready(sc, "rayservice-sample")
+    cluster = ready["status"]["activeServiceStatus"]["rayClusterName"]
+    service = await sc.client.get(SERVICES, "custom-ray-serve-service-name", sc.namespace)
+    assert service["spec"]["type"] == "LoadBalancer"
+    assert service["spec"]["selector"] == {"ray.io/cluster": cluster, "ray.io/serve": "true"}
+    assert service["metadata"]["labels"]["custom-label"] == "custom-ray-serve-service-label"
+    endpoints = await sc.ready_endpoints("custom-ray-serve-service-name")
+    pods = {p["metadata"]["name"] for p in await sc.pods(cluster)}
+    assert endpoints and {pod for _, _, pod in endpoints} <= pods
+    assert ready["status"]["numServeEndpoints"] == len({pod for _, _, pod in endpoints})
+    assert {port for _, port, _ in endpoints} == {8000}
+
+
+async def test_user_defined_probes_are_kept_byte_for_byte(scenario: Scenario) -> None:
+    sc = scenario
+    svc = three_worker_service(3)
+    head_probe = {
+        "httpGet": {"path": "/api/local_raylet_healthz", "port": 52365},
+        "initialDelaySeconds": 3,
+        "periodSeconds": 7,
+        "failureThreshold": 4,
+        "timeoutSeconds": 3,
+        "successThreshold": 1,
+    }
+    worker_readiness = {
+        "httpGet": {"path": "/-/healthz", "port": 8000},
+        "initialDelaySeconds": 2,
+        "periodSeconds": 3,
+        "failureThreshold": 2,
+        "timeoutSeconds": 1,
+        "successThreshold": 1,
+    }
+    spec = svc["spec"]["rayClusterConfig"]
+    spec["headGroupSpec"]["template"]["spec"]["containers"][0].update(
+        livenessProbe=head_probe, readinessProbe=head_probe
+    )
+    spec["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["readinessProbe"] = worker_readiness
+    await sc.client.create(RAYSERVICES, svc, sc.namespace)
+    ready = await wait_ready(sc, "rs", endpoints=4)
+    cluster = ready["status"]["activeServiceStatus"]["rayClusterName"]
+    # byte for byte as the user wrote them, plus only what the API server's Pod defaulting adds
+    head_probe["httpGet"]["scheme"] = "HTTP"
+    worker_readiness["httpGet"]["scheme"] = "HTTP"
+    head = (await sc.pods(cluster, "head"))[0]["spec"]["containers"][0]
+    assert head["livenessProbe"] == head_probe and head["readinessProbe"] == head_probe
+    for w in await sc.pods(cluster, "worker"):
+        container = w["spec"]["containers"][0]
+        assert container["readinessProbe"] == worker_readiness
+        assert container["livenessProbe"] == probe(RAYLET, 30, 2, 120)  # not set by the user: injected
