@@ -49,6 +49,20 @@ def _orjson_dumps(obj: Any, default: Any = None) -> str:
     return orjson.dumps(obj, default=default or str, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
+class _CurrentStderr:
+    """Writes to whatever ``sys.stderr`` is *now*, not what it was at ``configure()`` time.
+
+    Loggers are cached on first use; binding the stderr object of that moment would keep writing
+    to a replaced (possibly closed) stream, e.g. after a test harness swapped ``sys.stderr``.
+    """
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def _shared_processors() -> list[structlog.typing.Processor]:
     return [
         structlog.contextvars.merge_contextvars,
@@ -73,7 +87,7 @@ def configure(fmt: str = "json", level: str | int = "info", *, stream: TextIO | 
         numeric = LEVELS[level.lower()]
     else:
         numeric = int(level)
-    out = stream if stream is not None else sys.stderr
+    out: TextIO = stream if stream is not None else cast(TextIO, _CurrentStderr())
 
     tail: list[structlog.typing.Processor]
     if fmt == "json":

@@ -111,3 +111,15 @@ def test_logger_created_before_configure_follows_the_later_configuration() -> No
     early.info("after configure")
     (line,) = _lines(buf)
     assert line["logger"] == "test.early" and line["component"] == "x"
+
+
+def test_default_stream_follows_the_current_stderr(monkeypatch: pytest.MonkeyPatch) -> None:
+    configure(fmt="json")
+    log = get_logger("test.stderr")
+    first, second = io.StringIO(), io.StringIO()
+    monkeypatch.setattr("sys.stderr", first)
+    log.info("one")
+    monkeypatch.setattr("sys.stderr", second)
+    log.info("two")
+    assert '"one"' in first.getvalue() and '"two"' in second.getvalue()
+    assert '"two"' not in first.getvalue()
