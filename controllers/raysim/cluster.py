@@ -106,6 +106,7 @@ class RayClusterSim:
         self._changed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self._rr = 0
+        self.request_waiting = asyncio.Event()  # set when a proxy request waits for a replica (tests)
 
     # -- membership --------------------------------------------------------------------------
     async def add_node(self, spec: RayNodeSpec, ip: str) -> str:
@@ -337,15 +338,17 @@ class RayClusterSim:
             if app is None:
                 hint = f"Ping http://{request.host}/-/routes for available routes."
                 return web.Response(status=404, text=f"Path '{path}' not found. {hint}")
-            timeout = ctrl.http_options.get("request_timeout_s")
-            deadline = None if timeout is None else self.clock.now() + float(timeout)
+            raw_timeout = ctrl.http_options.get("request_timeout_s")
+            timeout = None if raw_timeout is None else float(raw_timeout)
+            deadline = None if timeout is None else self.clock.now() + timeout
             while True:
                 replicas = ctrl.running_ingress_replicas(app)
                 if replicas:
                     break
                 # No healthy replica: Ray's proxy waits (forever unless request_timeout_s is set).
+                self.request_waiting.set()
                 if deadline is not None and self.clock.now() >= deadline:
-                    return web.Response(status=408, text=f"Request timed out after {timeout}s.")
+                    return web.Response(status=408, text=f"Request timed out after {timeout:g}s.")
                 changed = self._changed
                 try:
                     await asyncio.wait_for(changed.wait(), timeout=0.1)
