@@ -222,18 +222,22 @@ class Controller:
                 result: Any = await self.reconciler.reconcile(request)
                 if not isinstance(result, Result):
                     raise TypeError(f"reconcile() returned {result!r}; it must return a Result")
-            except TerminalError:
+            except TerminalError as exc:
                 self._terminal.inc()
                 self._errors.inc()
                 self._total["error"].inc()
-                get_logger("kuberay_py.controller").error("Reconciler error (terminal, not requeued)",
-                                                          exc_info=True)
-            except Exception:
+                get_logger("kuberay_py.controller").error(
+                    "Reconciler error (terminal, not requeued)", error=str(exc), exc_info=True
+                )
+            except Exception as exc:
                 queue.add_rate_limited(request, priority=priority)
                 self._errors.inc()
                 self._total["error"].inc()
                 get_logger("kuberay_py.controller").error(
-                    "Reconciler error", requeues=queue.num_requeues(request), exc_info=True
+                    "Reconciler error",
+                    error=f"{type(exc).__name__}: {exc}",
+                    requeues=queue.num_requeues(request),
+                    exc_info=True,
                 )
             else:
                 if result.requeue_after is not None and result.requeue_after > 0:

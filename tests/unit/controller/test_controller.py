@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import itertools
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import orjson
 import pytest
 import structlog
 
 from kuberay_py.client.resources import Resource
 from kuberay_py.clock import FakeClock, settle
 from kuberay_py.controller import Builder, Controller, Request, Result, TerminalError
+from kuberay_py.log import configure
 from kuberay_py.metrics import registry
 
 RAYCLUSTERS = Resource("ray.io", "v1", "RayCluster", "rayclusters")
@@ -83,6 +87,7 @@ async def test_exception_is_logged_with_traceback_counted_and_requeued_with_back
     assert metric("controller_runtime_reconcile_errors_total", c.name) == 1
     [err] = [e for e in logs if e["event"] == "Reconciler error"]
     assert err["exc_info"] is True and err["log_level"] == "error"
+    assert err["error"] == "RuntimeError: apiserver said no" and err["requeues"] == 1
     await clock.advance(0.004)
     assert len(rec.calls) == 1
     await clock.advance(0.001)  # first back-off: 5 ms
@@ -328,3 +333,27 @@ async def test_at_most_max_concurrent_reconciles_run_at_once(cache: Any) -> None
     await settle(30)
     assert [r.name for r in rec.calls] == ["a", "b", "c"]
     await stop(c, task)
+
+
+async def test_reconciler_error_is_one_json_line_with_context_and_traceback(cache: Any) -> None:
+    buf = io.StringIO()
+    configure(fmt="json", level="info", stream=buf)
+    try:
+        async def boom(_: Request) -> Result:
+            raise KeyError("spec")
+
+        c, _, _, task = await start(cache, boom)
+        c.enqueue(REQ)
+        await settle()
+        await stop(c, task)
+    finally:
+        structlog.reset_defaults()
+        root = logging.getLogger()
+        for h in list(root.handlers):
+            if getattr(h, "_kuberay_py", False):
+                root.removeHandler(h)
+    lines = [orjson.loads(ln) for ln in buf.getvalue().splitlines() if ln.startswith("{")]
+    [err] = [ln for ln in lines if ln["event"] == "Reconciler error"]
+    assert (err["controller"], err["namespace"], err["name"]) == (c.name, "ns", "rc")
+    assert len(err["reconcile_id"]) == 36
+    assert "Traceback" in err["exception"] and "KeyError: 'spec'" in err["exception"]
