@@ -10,12 +10,13 @@ declare) fails with the reason, as the kubelet reports a probe error.
 from __future__ import annotations
 
 import asyncio
+import functools
 from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
 
-from kuberay_py.envtest.sim.exec_probe import ExecParseError, FetchResult, parse_exec_command
+from kuberay_py.envtest.sim.exec_probe import ExecParseError, ExecScript, FetchResult, parse_exec_command
 
 __all__ = ["ProbeOutcome", "resolve_port", "run_probe"]
 
@@ -42,6 +43,12 @@ def resolve_port(port: Any, container: dict[str, Any]) -> int | None:
     return None
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed(command: tuple[str, ...]) -> ExecScript:
+    """Probe commands repeat every period; parse each distinct one once."""
+    return parse_exec_command(list(command))
+
+
 async def fetch(session: aiohttp.ClientSession, url: str, timeout: float) -> FetchResult:
     """One GET; never raises for network trouble (that is a probe failure, not a bug)."""
     try:
@@ -65,7 +72,7 @@ async def run_probe(
         return await _tcp(probe["tcpSocket"], container, pod_ip, timeout)
     if "exec" in probe:
         try:
-            script = parse_exec_command(list((probe["exec"] or {}).get("command") or []))
+            script = _parsed(tuple((probe["exec"] or {}).get("command") or ()))
         except ExecParseError as exc:
             return ProbeOutcome(False, f"exec probe not interpretable: {exc}")
 
