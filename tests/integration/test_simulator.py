@@ -398,3 +398,33 @@ async def test_terminating_pod_held_by_a_finalizer_is_a_terminating_endpoint(
     await wait_for(
         client, resources.ENDPOINTSLICES, ns, lambda s: not s.get("endpoints"), label_selector=selector
     )
+
+
+@pytest.mark.builtin_only
+async def test_status_write_errors_are_retried(
+    env: Environment, sim: tuple[Simulator, WebRuntime, FakeClock, Client], ns: str
+) -> None:
+    _, _, _, client = sim
+    assert env.server is not None
+    status_fault = env.server.inject("PUT", rf"/namespaces/{ns}/pods/flaky-0/status$", 500, count=2)
+    slice_fault = env.server.inject("POST", rf"/namespaces/{ns}/endpointslices$", 503, count=1)
+    await client.create(
+        resources.SERVICES,
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "flaky"},
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
+        },
+        ns,
+    )
+    await client.create(resources.PODS, web_pod("flaky-0", readinessProbe=READINESS), ns)
+    await wait_for(client, resources.PODS, ns, pod_ready, field_selector="metadata.name=flaky-0")
+    await wait_for(
+        client,
+        resources.ENDPOINTSLICES,
+        ns,
+        lambda s: (endpoint_conditions(s, "flaky-0") or {}).get("ready") is True,
+        label_selector="kubernetes.io/service-name=flaky",
+    )
+    assert (status_fault.hits, slice_fault.hits) == (2, 1)  # the errors happened and were survived

@@ -102,6 +102,8 @@ class EndpointSliceController:
 
     # -- worker ------------------------------------------------------------------------------
     async def run(self) -> None:
+        # Reconciles read Services, Pods and slices from the cache: all three must have listed.
+        await self.cache.wait_for_cache_sync()
         delay = 0.0
         while True:
             await self._wake.wait()
@@ -118,6 +120,10 @@ class EndpointSliceController:
                     log.info(
                         "endpointslice sync failed; retrying", service=f"{key[0]}/{key[1]}", error=str(exc)
                     )
+                    self._enqueue(key)
+                except Exception:
+                    failed = True
+                    log.exception("endpointslice sync crashed; retrying", service=f"{key[0]}/{key[1]}")
                     self._enqueue(key)
             delay = min(max(delay * 2, 0.05), 1.0) if failed else 0.0
 

@@ -180,6 +180,10 @@ class GarbageCollector:
                         failed = True
                         log.info("garbage collection step failed; retrying", uid=uid, error=str(exc))
                         self._mark(uid)
+                    except Exception:
+                        failed = True
+                        log.exception("garbage collection step crashed; retrying", uid=uid)
+                        self._mark(uid)
                 delay = min(max(delay * 2, 0.05), 1.0) if failed else 0.0
         finally:
             task.cancel()

@@ -440,7 +440,7 @@ class _PodWorker:
     async def write_status(self) -> None:
         """Write the Pod's status if it differs from what the API has (retrying on conflicts)."""
         async with self._status_lock:
-            for _ in range(8):
+            for attempt in range(8):
                 if self._gone:
                     return
                 pod = self.pod
@@ -467,4 +467,11 @@ class _PodWorker:
                         return
                 except NotFound:
                     return
-            log.warning("giving up writing pod status after conflicts", pod=f"{self.namespace}/{self.name}")
+                except ApiError as exc:  # 5xx, 429, transport trouble: back off and try again
+                    log.info(
+                        "pod status write failed; retrying",
+                        pod=f"{self.namespace}/{self.name}",
+                        error=str(exc),
+                    )
+                    await asyncio.sleep(min(0.05 * 2**attempt, 2.0))
+            log.warning("giving up writing pod status", pod=f"{self.namespace}/{self.name}")
