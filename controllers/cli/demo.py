@@ -25,6 +25,7 @@ from controllers.raysim import RayPodRuntime
 from kuberay_py import log
 from kuberay_py.client import AlreadyExists, ApiError, Client, Resource, resources
 from kuberay_py.envtest import Environment
+from kuberay_py.manager import Manager
 
 from .flags import OperatorFlags
 from .operator import build_manager
@@ -222,13 +223,42 @@ async def _run_with_operator(
 ) -> int:
     progress = _Progress(out)
     result = 0
+    manager: Manager | None = None
+    manager_done = anyio.Event()
+    finishing = False
     async with anyio.create_task_group() as tg:
-        manager = None
+
+        async def finish() -> None:
+            # Drain the operator (reconciles in flight finish, its client closes) before the
+            # embedded API server goes away, instead of cancelling it mid-request.
+            nonlocal finishing
+            finishing = True
+            if manager is not None:
+                manager.stop()
+                with anyio.move_on_after(flags.graceful_shutdown_timeout + 5):
+                    await manager_done.wait()
+            tg.cancel_scope.cancel()
+
         if not no_operator:
             manager = build_manager(env.client_config, flags, leader_election=False)
-            tg.start_soon(lambda: manager.run(install_signal_handlers=False))
-            await manager.elected.wait()
+
+            async def operate() -> None:
+                assert manager is not None
+                try:
+                    await manager.run(install_signal_handlers=False)
+                finally:
+                    manager_done.set()
+                # The operator stopped on its own (a runnable failed): the demo cannot continue.
+                if not finishing:
+                    nonlocal result
+                    sys.stderr.write("kuberay-operator demo: the operator stopped unexpectedly\n")
+                    result = 1
+                    tg.cancel_scope.cancel()
+
+            tg.start_soon(operate)
+            await manager.elected.wait()  # a failed start-up cancels this through operate()
             out.write(f"operator running; metrics: {manager.metrics_url or 'disabled'}\n")
+            out.write(f"operator health probes: {manager.health_url or 'disabled'}\n")
         else:
             out.write("embedded cluster only (--no-operator); run the operator with:\n")
             out.write(f"  kuberay-operator run --kubeconfig {env.kubeconfig_path} ")
@@ -242,17 +272,16 @@ async def _run_with_operator(
                 client, applied, progress, until_ready=until_ready and not no_operator,
                 timeout=timeout, out=out,
             )
-            tg.cancel_scope.cancel()
+            await finish()
 
         async def signals() -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as received:
                 async for _ in received:
                     out.write("stopping\n")
-                    tg.cancel_scope.cancel()
+                    out.flush()
+                    await finish()
                     return
 
         tg.start_soon(watch)
         tg.start_soon(signals)
-    if manager is not None:
-        manager.stop()
     return result

@@ -1,0 +1,139 @@
+"""Subprocess helpers for the CLI tests: the real ``kuberay-operator`` console script, bounded in time.
+
+Each process's stdout and stderr are read by threads into line lists, so a test waits for a
+line (with a deadline) instead of sleeping, and a failing test shows what the process printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+ROOT = Path(__file__).resolve().parents[3]
+# The console script pip installs with the package (README set-up); not `python -m`, so the
+# entry point itself is under test.
+OPERATOR = Path(sys.executable).with_name("kuberay-operator")
+LOOPBACK = ["--metrics-addr", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"]
+
+
+class Proc:
+    """A started ``kuberay-operator`` with its output collected line by line."""
+
+    def __init__(self, *args: str, cwd: Path | None = None) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.argv = [str(OPERATOR), *args]
+        self.popen = subprocess.Popen(
+            self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            cwd=cwd or ROOT,
+        )
+        self.stdout: list[str] = []
+        self.stderr: list[str] = []
+        self._changed = threading.Condition()
+        for stream, sink in ((self.popen.stdout, self.stdout), (self.popen.stderr, self.stderr)):
+            threading.Thread(target=self._pump, args=(stream, sink), daemon=True).start()
+
+    def _pump(self, stream: IO[str] | None, sink: list[str]) -> None:
+        assert stream is not None
+        for line in stream:
+            with self._changed:
+                sink.append(line.rstrip("\n"))
+                self._changed.notify_all()
+        with self._changed:
+            self._changed.notify_all()
+
+    def wait_for(self, predicate: Callable[[str], bool], *, stream: str = "stdout", timeout: float) -> str:
+        """The first line of ``stream`` matching ``predicate``; fails at the deadline or on exit."""
+        sink = self.stdout if stream == "stdout" else self.stderr
+        deadline = time.monotonic() + timeout
+        seen = 0
+        with self._changed:
+            while True:
+                for line in sink[seen:]:
+                    if predicate(line):
+                        return line
+                seen = len(sink)
+                if self.popen.poll() is not None and seen == len(sink):
+                    self._changed.wait(0.2)  # let the pump threads drain the pipes
+                    if seen == len(sink):
+                        raise AssertionError(f"process exited ({self.popen.returncode}) first\n{self}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"no matching line on {stream} within {timeout}s\n{self}")
+                self._changed.wait(left)
+
+    def json_log(self, event: str, *, timeout: float, **fields: Any) -> dict[str, Any]:
+        """The first JSON log line on stderr with this ``event`` and these field values."""
+
+        def matches(line: str) -> bool:
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                return False
+            return isinstance(rec, dict) and rec.get("event") == event and all(
+                rec.get(k) == v for k, v in fields.items()
+            )
+
+        return dict(json.loads(self.wait_for(matches, stream="stderr", timeout=timeout)))
+
+    def signal(self, sig: int) -> None:
+        self.popen.send_signal(sig)
+
+    def wait(self, timeout: float) -> int:
+        try:
+            return self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"still running after {timeout}s\n{self}") from None
+
+    def kill(self) -> None:
+        if self.popen.poll() is None:
+            self.popen.send_signal(signal.SIGCONT)
+            self.popen.kill()
+            self.popen.wait(10)
+
+    def __str__(self) -> str:
+        return (
+            f"$ {' '.join(self.argv)}\n--- stdout ---\n" + "\n".join(self.stdout[-40:])
+            + "\n--- stderr ---\n" + "\n".join(self.stderr[-60:])
+        )
+
+
+def http_status(url: str, timeout: float = 5.0) -> int | None:
+    """The HTTP status of a GET, or None when nothing listens (connection refused/reset)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return int(resp.status)
+    except urllib.error.HTTPError as err:
+        return int(err.code)
+    except (urllib.error.URLError, ConnectionError):
+        return None
+
+
+def poll(check: Callable[[], bool], *, timeout: float, what: str) -> None:
+    """Re-evaluate ``check`` until it holds; the interval is not asserted on, only the deadline."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+def kube_get(kubeconfig: Path, path: str) -> dict[str, Any]:
+    """GET ``path`` from the API server a kubeconfig names (the demo's: plain HTTP + bearer token)."""
+    import yaml
+
+    config = yaml.safe_load(kubeconfig.read_text())
+    server = config["clusters"][0]["cluster"]["server"]
+    token = config["users"][0]["user"].get("token")
+    req = urllib.request.Request(server + path, headers={"Authorization": f"Bearer {token}"} if token else {})
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return dict(json.loads(resp.read()))
