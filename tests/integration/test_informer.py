@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+import structlog
 
 from kuberay_py.cache import Cache, Informer
 from kuberay_py.client import Client, resources
@@ -212,3 +213,28 @@ async def _until_watching(envtest: Environment, namespace: str, timeout: float =
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"no watch on namespace {namespace} opened within {timeout} s")
+
+
+@pytest.mark.builtin_only
+async def test_informer_logs_a_403_on_watch_and_recovers(
+    envtest: Environment, k8s: Client, namespace: str
+) -> None:
+    server = envtest.server
+    assert server is not None
+    fault = server.inject(
+        "watch", f"/namespaces/{namespace}/configmaps$", 403, 1, message='cannot watch resource "configmaps"'
+    )
+    informer = Informer(k8s, resources.CONFIGMAPS, namespace=namespace)
+    rec = Recorder()
+    informer.add_event_handler(rec)
+    with structlog.testing.capture_logs() as logs:
+        async with running(informer):
+            await asyncio.wait_for(informer.wait_for_sync(), 15)
+            await k8s.create(resources.CONFIGMAPS, configmap("after"), namespace)
+            await rec.wait_for(lambda: "after" in rec.names("add"))
+    assert fault.hits == 1
+    failed = [e for e in logs if e["event"] == "watch_failed"]
+    assert len(failed) == 1
+    assert failed[0]["log_level"] == "error" and failed[0]["code"] == 403
+    assert "cannot watch" in failed[0]["error"] and failed[0]["retry_in_s"] >= 0.8
+    assert informer.reflectors[0].watches == 2
