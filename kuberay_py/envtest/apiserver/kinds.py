@@ -8,6 +8,7 @@ and the updates a real server refuses (changing a Pod's containers) must be refu
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 import ipaddress
 from typing import Any
@@ -17,7 +18,7 @@ from .errors import Cause
 from .registry import ResourceType
 from .validation import field_cause, forbidden, invalid, required
 
-__all__ = ["NamespaceHooks", "PodHooks", "ServiceHooks"]
+__all__ = ["NamespaceHooks", "PodHooks", "SecretHooks", "ServiceHooks"]
 
 
 class _NoHooks:
@@ -199,7 +200,7 @@ class ServiceHooks(_NoHooks):
             ]
         ports = spec.get("ports") or []
         causes: list[Cause] = []
-        if stype != "ExternalName" and not ports:
+        if stype != "ExternalName" and not ports and spec.get("clusterIP") != "None":
             causes.append(required("spec.ports"))
         for i, p in enumerate(ports):
             if not isinstance(p, dict) or "port" not in p:
@@ -268,6 +269,35 @@ class ServiceHooks(_NoHooks):
         ip = (obj.get("spec") or {}).get("clusterIP")
         if ip and ip != "None":
             self.used.discard(ip)
+
+
+class SecretHooks(_NoHooks):
+    """``stringData`` is write-only: merged into base64 ``data`` on every write, as the API does."""
+
+    @staticmethod
+    def _fold(obj: Obj) -> list[Cause]:
+        string_data = obj.pop("stringData", None)
+        obj.setdefault("type", "Opaque")
+        if string_data is None:
+            return []
+        if not isinstance(string_data, dict):
+            return [invalid("stringData", string_data, "must be a map of strings")]
+        data = obj.get("data") or {}
+        for k, v in string_data.items():
+            data[k] = base64.b64encode(str(v).encode()).decode()
+        obj["data"] = data
+        return []
+
+    def prepare_create(self, core: ApiCore, rt: ResourceType, obj: Obj) -> list[Cause]:
+        return self._fold(obj)
+
+    def prepare_update(
+        self, core: ApiCore, rt: ResourceType, old: Obj, new: Obj, subresource: str | None
+    ) -> list[Cause]:
+        causes = self._fold(new)
+        if old.get("type") != new.get("type"):
+            causes.append(invalid("type", new.get("type"), "field is immutable"))
+        return causes
 
 
 class NamespaceHooks(_NoHooks):

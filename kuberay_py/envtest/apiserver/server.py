@@ -19,7 +19,7 @@ from .core import ApiCore
 from .crds import CRD_KEY, CrdHooks
 from .faults import Fault, FaultInjector, RequestLog
 from .http_api import MAX_BODY, ApiHandler
-from .kinds import NamespaceHooks, PodHooks, ServiceHooks
+from .kinds import NamespaceHooks, PodHooks, SecretHooks, ServiceHooks
 
 __all__ = ["BuiltinAPIServer"]
 
@@ -52,6 +52,7 @@ class BuiltinAPIServer:
         self.core.hooks[("", "pods")] = PodHooks()
         self.core.hooks[("", "services")] = ServiceHooks(service_cidr)
         self.core.hooks[("", "namespaces")] = NamespaceHooks(namespace_controller)
+        self.core.hooks[("", "secrets")] = SecretHooks()
         self.core.hooks[CRD_KEY] = CrdHooks()
         ns_rt = reg.get("", "v1", "namespaces")
         assert ns_rt is not None

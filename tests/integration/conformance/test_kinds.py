@@ -1,0 +1,168 @@
+"""Every kind the issue lists can be created, read, listed, updated and deleted."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import pytest
+
+from kuberay_py.client import ApiError, Client, Resource
+from kuberay_py.client import resources as r
+
+from .helpers import pod
+
+
+def bodies(ns: str) -> list[tuple[Resource, dict[str, Any]]]:
+    rbac = "rbac.authorization.k8s.io"
+    rules = [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
+    subjects = [{"kind": "ServiceAccount", "name": "default", "namespace": ns}]
+    return [
+        (r.PODS, pod("k-pod")),
+        (
+            r.SERVICES,
+            {"metadata": {"name": "k-svc"}, "spec": {"ports": [{"port": 80}], "selector": {"a": "b"}}},
+        ),
+        (r.ENDPOINTS, {"metadata": {"name": "k-ep"}, "subsets": []}),
+        (r.CONFIGMAPS, {"metadata": {"name": "k-cm"}, "data": {"a": "b"}}),
+        (r.SECRETS, {"metadata": {"name": "k-secret"}, "type": "Opaque", "data": {"a": "Yg=="}}),
+        (r.SERVICEACCOUNTS, {"metadata": {"name": "k-sa"}}),
+        (
+            r.CORE_EVENTS,
+            {
+                "metadata": {"name": "k-ev"},
+                "involvedObject": {"kind": "Pod", "name": "x", "namespace": ns},
+                "reason": "Test",
+                "message": "m",
+                "type": "Normal",
+                "source": {"component": "conformance"},
+            },
+        ),
+        (
+            r.EVENTS,
+            {
+                "metadata": {"name": "k-ev2"},
+                "eventTime": "2026-01-01T00:00:00.000000Z",
+                "reportingController": "kuberay.io/conformance",
+                "reportingInstance": "i",
+                "action": "Test",
+                "reason": "Test",
+                "type": "Normal",
+                "regarding": {"kind": "Pod", "name": "x", "namespace": ns},
+                "note": "n",
+            },
+        ),
+        (
+            r.LEASES,
+            {"metadata": {"name": "k-lease"}, "spec": {"holderIdentity": "me", "leaseDurationSeconds": 15}},
+        ),
+        (
+            r.ENDPOINTSLICES,
+            {"metadata": {"name": "k-slice"}, "addressType": "IPv4", "endpoints": [], "ports": []},
+        ),
+        (r.ROLES, {"metadata": {"name": "k-role"}, "rules": rules}),
+        (
+            r.ROLEBINDINGS,
+            {
+                "metadata": {"name": "k-rb"},
+                "subjects": subjects,
+                "roleRef": {"apiGroup": rbac, "kind": "Role", "name": "k-role"},
+            },
+        ),
+        (r.CLUSTERROLES, {"metadata": {"name": f"k-cr-{ns}"}, "rules": rules}),
+        (
+            r.CLUSTERROLEBINDINGS,
+            {
+                "metadata": {"name": f"k-crb-{ns}"},
+                "subjects": subjects,
+                "roleRef": {"apiGroup": rbac, "kind": "ClusterRole", "name": f"k-cr-{ns}"},
+            },
+        ),
+        (
+            r.INGRESSES,
+            {
+                "metadata": {"name": "k-ing"},
+                "spec": {"defaultBackend": {"service": {"name": "k-svc", "port": {"number": 80}}}},
+            },
+        ),
+        (
+            r.JOBS,
+            {
+                "metadata": {"name": "k-job"},
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "c", "image": "busybox:1.36"}],
+                        }
+                    }
+                },
+            },
+        ),
+    ]
+
+
+async def test_every_listed_kind_round_trips(k8s: Client, namespace: str) -> None:
+    for res, body in bodies(namespace):
+        body = {"apiVersion": res.api_version, "kind": res.kind, **body}
+        ns = namespace if res.namespaced else None
+        name = body["metadata"]["name"]
+        created = await k8s.create(res, body, ns)
+        assert created["kind"] == res.kind and created["apiVersion"] == res.api_version, res
+        got = await k8s.get(res, name, ns)
+        assert got["metadata"]["uid"] == created["metadata"]["uid"], res
+        listed = await k8s.list(res, ns, field_selector=f"metadata.name={name}")
+        assert listed["kind"] == f"{res.kind}List", res
+        assert [i["metadata"]["name"] for i in listed["items"]] == [name], res
+        patched = await k8s.patch(res, name, {"metadata": {"labels": {"touched": "yes"}}}, ns)
+        assert patched["metadata"]["labels"] == {"touched": "yes"}, res
+        await k8s.delete(res, name, ns, grace_period_seconds=0)
+        with pytest.raises(ApiError) as e:
+            await k8s.get(res, name, ns)
+        assert e.value.status == 404, res
+
+
+async def test_pod_status_subresource(k8s: Client, namespace: str) -> None:
+    created = await k8s.create(r.PODS, pod("st"), namespace)
+    body = {**created, "status": {"phase": "Running", "podIP": "10.1.2.3"}}
+    body["spec"] = {**created["spec"], "activeDeadlineSeconds": 5}
+    out = await k8s.update_status(r.PODS, body)
+    assert out["status"]["phase"] == "Running" and out["status"]["podIP"] == "10.1.2.3"
+    assert "activeDeadlineSeconds" not in out["spec"], "spec changes through /status are ignored"
+    running = await k8s.list(r.PODS, namespace, field_selector="status.phase=Running")
+    assert [p["metadata"]["name"] for p in running["items"]] == ["st"]
+    out["status"] = {"phase": "Failed"}
+    again = await k8s.update(r.PODS, out)
+    assert again["status"]["phase"] == "Running", "status changes through the main resource are ignored"
+
+
+async def test_headless_service_without_ports(k8s: Client, namespace: str) -> None:
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "headless"},
+        "spec": {"clusterIP": "None", "selector": {"a": "b"}},
+    }
+    created = await k8s.create(r.SERVICES, svc, namespace)
+    assert created["spec"]["clusterIP"] == "None"
+    with pytest.raises(ApiError) as e:
+        await k8s.create(
+            r.SERVICES, {**svc, "metadata": {"name": "noports"}, "spec": {"selector": {"a": "b"}}}, namespace
+        )
+    assert e.value.status == 422 and "spec.ports: Required value" in e.value.message
+
+
+async def test_secret_string_data_is_folded_into_data(k8s: Client, namespace: str) -> None:
+    created = await k8s.create(
+        r.SECRETS,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "sd"},
+            "stringData": {"password": "hunter2"},
+        },
+        namespace,
+    )
+    assert "stringData" not in created
+    assert base64.b64decode(created["data"]["password"]) == b"hunter2"
+    assert created["type"] == "Opaque"
