@@ -92,6 +92,10 @@ class HTTPOptionsSchema(_Lenient):
     root_path: str = ""
     request_timeout_s: float | None = None
     keep_alive_timeout_s: int = 90
+    ssl_keyfile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile_password: str | None = None
+    ssl_ca_certs: str | None = None
 
 
 class ServeDeploySchema(_Lenient):
