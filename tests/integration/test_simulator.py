@@ -428,3 +428,28 @@ async def test_status_write_errors_are_retried(
         label_selector="kubernetes.io/service-name=flaky",
     )
     assert (status_fault.hits, slice_fault.hits) == (2, 1)  # the errors happened and were survived
+
+
+async def test_startup_probe_gates_started_and_ready(
+    sim: tuple[Simulator, WebRuntime, FakeClock, Client], ns: str
+) -> None:
+    simulator, runtime, clock, client = sim
+    runtime.answer["slow-0"] = "warming up"
+    startup = {**READINESS, "failureThreshold": 30}
+    await client.create(resources.PODS, web_pod("slow-0", startupProbe=startup), ns)
+
+    def container(p: dict[str, Any]) -> dict[str, Any]:
+        statuses = p.get("status", {}).get("containerStatuses") or [{}]
+        return dict(statuses[0])
+
+    kubelet = simulator.kubelet
+    await asyncio.wait_for(kubelet.wait_for_probe_rounds(ns, "slow-0", "startup", 1), WAIT)
+    pod = await client.get(resources.PODS, "slow-0", ns)
+    assert container(pod)["started"] is False and container(pod)["ready"] is False
+    assert not pod_ready(pod)
+
+    runtime.answer["slow-0"] = "success"
+    await clock.advance(PERIOD)
+    await asyncio.wait_for(kubelet.wait_for_probe_rounds(ns, "slow-0", "startup", 2), WAIT)
+    pod = await wait_for(client, resources.PODS, ns, pod_ready, field_selector="metadata.name=slow-0")
+    assert container(pod)["started"] is True and container(pod)["restartCount"] == 0
