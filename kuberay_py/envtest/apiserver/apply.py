@@ -69,19 +69,17 @@ def server_side_apply(
     strict: bool = False,
 ) -> tuple[Obj, bool]:
     if not field_manager:
-        raise StatusError(
-            422,
-            "Invalid",
-            "fieldManager: Required value: is required for apply patch",
-            {
-                "causes": [
-                    {
-                        "reason": "FieldValueRequired",
-                        "message": "Required value: is required for apply patch",
-                        "field": "fieldManager",
-                    }
-                ]
-            },
+        raise StatusError.invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            [
+                {
+                    "reason": "FieldValueRequired",
+                    "message": "Required value: is required for apply patch",
+                    "field": "fieldManager",
+                }
+            ],
         )
     if not isinstance(patch, dict):
         raise StatusError.bad_request("error decoding YAML: the applied configuration must be an object")

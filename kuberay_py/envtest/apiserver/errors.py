@@ -104,9 +104,14 @@ class StatusError(Exception):
         return cls(422, "Invalid", f'{qualified} "{name}" is invalid: {joined}', details)
 
     @classmethod
-    def unprocessable(cls, message: str) -> StatusError:
-        """A 422 without causes, as ``NewGenericServerResponse(422, ...)`` builds for failed patches."""
-        return cls(422, "Invalid", message, {})
+    def unprocessable(cls, server_message: str) -> StatusError:
+        """``NewGenericServerResponse(422, ...)``, what a JSON patch that cannot be applied gets."""
+        return cls(
+            422,
+            "Invalid",
+            "the server rejected our request due to an error in our request",
+            {"causes": [{"reason": "UnexpectedServerResponse", "message": server_message}]},
+        )
 
     @classmethod
     def bad_request(cls, message: str) -> StatusError:

@@ -308,6 +308,19 @@ class ApiHandler:
             if route.sub == "finalize":
                 raise StatusError.method_not_allowed(request.method)
             ptype, body = await self._patch_body(request, rt)
+            if ptype != "apply" and "force" in q:
+                raise StatusError.invalid(
+                    "meta.k8s.io",
+                    "PatchOptions",
+                    "",
+                    [
+                        {
+                            "reason": "FieldValueForbidden",
+                            "field": "force",
+                            "message": "Forbidden: may not be specified for non-apply patch",
+                        }
+                    ],
+                )
             manager = q.get("fieldManager")
             if manager is not None and len(manager) > 128:
                 raise StatusError(

@@ -35,7 +35,8 @@ async def test_json_patch_and_failed_test_op(core: k.CoreV1Api, namespace: str) 
         await core.patch_namespaced_config_map(
             "j", namespace, [{"op": "test", "path": "/data/a", "value": "nope"}], _content_type=JSON
         )
-    assert_status(e.value, 422, "Invalid")
+    status = assert_status(e.value, 422, "Invalid")
+    assert status["message"] == "the server rejected our request due to an error in our request"
     with pytest.raises(ApiException) as e:
         await core.patch_namespaced_config_map(
             "j", namespace, [{"op": "remove", "path": "/data/missing"}], _content_type=JSON
@@ -156,7 +157,10 @@ async def test_server_side_apply_requires_field_manager(core: k.CoreV1Api, names
     cfg = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa-nofm"}, "data": {"a": "1"}}
     with pytest.raises(ApiException) as e:
         await core.patch_namespaced_config_map("ssa-nofm", namespace, cfg, _content_type=APPLY)
-    assert e.value.status in (400, 422)
+    status = assert_status(e.value, 422, "Invalid")
+    assert status["message"] == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch'
+    )
 
 
 async def test_pod_spec_is_mostly_immutable(core: k.CoreV1Api, namespace: str) -> None:
