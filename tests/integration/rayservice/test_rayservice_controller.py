@@ -291,3 +291,79 @@ async def test_deleting_the_rayservice_deletes_its_clusters(
     await eventually(gone, what="the RayService gone (finalizer removed)")
     clusters = (await k8s.list(RAYCLUSTERS, namespace))["items"]
     assert all(cl["metadata"].get("deletionTimestamp") for cl in clusters)
+
+
+async def _observed(k8s: Client, namespace: str, generation: int) -> dict[str, Any] | None:
+    cur = await k8s.get(RAYSERVICES, "rs", namespace)
+    return cur if (cur.get("status") or {}).get("observedGeneration") == generation else None
+
+
+async def test_appended_worker_group_updates_the_cluster_in_place(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator()
+    svc = await bring_up(k8s, namespace, fake_ray)
+    active = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    extra = dict(svc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0], groupName="extra-group", replicas=0)
+    svc["spec"]["rayClusterConfig"]["workerGroupSpecs"].append(extra)
+    svc = await k8s.update(RAYSERVICES, svc)
+
+    async def appended() -> dict[str, Any] | None:
+        cluster = await k8s.get(RAYCLUSTERS, active, namespace)
+        groups = [g["groupName"] for g in cluster["spec"]["workerGroupSpecs"]]
+        return cluster if groups == ["small-group", "extra-group"] else None
+
+    cluster = await eventually(appended, what="the new worker group on the active cluster")
+    assert cluster["metadata"]["annotations"][c.NUM_WORKER_GROUPS_KEY] == "2"
+    cur = await eventually(lambda: _observed(k8s, namespace, svc["metadata"]["generation"]), what="observed")
+    assert cur["status"]["activeServiceStatus"]["rayClusterName"] == active
+    assert not (cur["status"].get("pendingServiceStatus") or {}).get("rayClusterName")
+    reasons = {e["reason"] for e in await events_for(k8s, namespace, "rs")}
+    assert "UpdatedRayCluster" in reasons
+
+
+async def test_a_second_change_replaces_the_pending_cluster(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator()
+    svc = await bring_up(k8s, namespace, fake_ray)
+    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
+    svc = await k8s.update(RAYSERVICES, svc)
+
+    async def pending_name() -> str:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        return str((s["status"].get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+
+    first = await eventually(pending_name, what="a first pending cluster")
+    svc = await k8s.get(RAYSERVICES, "rs", namespace)
+    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.61.0"
+    await k8s.update(RAYSERVICES, svc)
+
+    async def replaced() -> str:
+        name = await pending_name()
+        return name if name and name != first else ""
+
+    second = await eventually(replaced, what="the pending cluster replaced")
+    await eventually(lambda: k8s.get(RAYCLUSTERS, second, namespace), what="the second pending cluster")
+
+    async def first_scheduled_for_deletion() -> bool:
+        cluster = await k8s.get(RAYCLUSTERS, first, namespace)
+        return DELETION_DEADLINE_ANNOTATION_KEY in (cluster["metadata"].get("annotations") or {})
+
+    await eventually(first_scheduled_for_deletion, what="the abandoned pending cluster to get a deadline")
+
+
+async def test_zero_downtime_disabled_applies_no_spec_change(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator(env={"ENABLE_ZERO_DOWNTIME": "false"})
+    svc = await bring_up(k8s, namespace, fake_ray)
+    active = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
+    svc = await k8s.update(RAYSERVICES, svc)
+    cur = await eventually(lambda: _observed(k8s, namespace, svc["metadata"]["generation"]), what="observed")
+    assert cur["status"]["activeServiceStatus"]["rayClusterName"] == active
+    assert not (cur["status"].get("pendingServiceStatus") or {}).get("rayClusterName")
+    clusters = (await k8s.list(RAYCLUSTERS, namespace))["items"]
+    assert [cl["metadata"]["name"] for cl in clusters] == [active]
+    assert clusters[0]["spec"]["rayVersion"] == "2.52.0"
