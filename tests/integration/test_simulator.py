@@ -408,6 +408,7 @@ async def test_status_write_errors_are_retried(
     assert env.server is not None
     status_fault = env.server.inject("PUT", rf"/namespaces/{ns}/pods/flaky-0/status$", 500, count=2)
     slice_fault = env.server.inject("POST", rf"/namespaces/{ns}/endpointslices$", 503, count=1)
+    bind_fault = env.server.inject("POST", rf"/namespaces/{ns}/pods/flaky-0/binding$", 500, count=1)
     await client.create(
         resources.SERVICES,
         {
@@ -427,7 +428,8 @@ async def test_status_write_errors_are_retried(
         lambda s: (endpoint_conditions(s, "flaky-0") or {}).get("ready") is True,
         label_selector="kubernetes.io/service-name=flaky",
     )
-    assert (status_fault.hits, slice_fault.hits) == (2, 1)  # the errors happened and were survived
+    # the errors happened and were survived
+    assert (status_fault.hits, slice_fault.hits, bind_fault.hits) == (2, 1, 1)
 
 
 async def test_startup_probe_gates_started_and_ready(

@@ -215,7 +215,18 @@ class _PodWorker:
             if self.pod.get("metadata", {}).get("deletionTimestamp"):
                 self._deleting.set()
             if not (self.pod.get("spec") or {}).get("nodeName"):
-                if not await self._bind():
+                for attempt in range(8):
+                    try:
+                        bound = await self._bind()
+                        break
+                    except ApiError as exc:  # the scheduler retries failed bindings with back-off
+                        log.info(
+                            "binding failed; retrying", pod=f"{self.namespace}/{self.name}", error=str(exc)
+                        )
+                        await asyncio.sleep(min(0.05 * 2**attempt, 2.0))
+                else:
+                    bound = await self._bind()
+                if not bound:
                     return
             if not self._deleting.is_set():
                 await self._start()
