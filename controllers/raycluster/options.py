@@ -37,6 +37,8 @@ class RayClusterOptions:
     resync_period: float = C.RAYCLUSTER_DEFAULT_REQUEUE_SECONDS
     # How long a create expectation may stay unobserved before we stop waiting (KubeRay: 30 s).
     expectation_timeout: float = 30.0
+    # Worker-counter-only status changes are written at most this often (0 = at once).
+    status_coalesce_seconds: float = 1.0
     # Requeue interval while a GCS-FT cluster waits for its head Pod to go away (KubeRay: 10 s).
     redis_cleanup_poll: float = 10.0
 

@@ -89,13 +89,22 @@ class RayClusterReconciler:
         self.options = options or RayClusterOptions()
         self.expectations = expectations or Expectations(clock=self.clock)
         self._children = ChildPhase(client, cache, recorder, self.options)
+        # key -> (resourceVersion we wrote over, object the API returned): our own status writes,
+        # used until the cache catches up so a lagging watch causes no 409 and no duplicate write.
+        self._written: dict[str, tuple[str, dict[str, Any]]] = {}
+        # key -> monotonic time a counter-only status change was first deferred.
+        self._deferred: dict[str, float] = {}
         self._pods = PodPhase(client, recorder, self.expectations, self.options)
 
     async def reconcile(self, request: Request) -> Result:
+        key = f"{request.namespace}/{request.name}"
         cluster = self.cache.get(C.RAYCLUSTERS, request.name, request.namespace)
         if cluster is None:
-            self.expectations.delete(f"{request.namespace}/{request.name}")
+            self.expectations.delete(key)
+            self._written.pop(key, None)
+            self._deferred.pop(key, None)
             return Result()
+        cluster = self._latest(key, cluster)
         managed_by = common.spec(cluster).get("managedBy")
         if managed_by and managed_by != "ray.io/kuberay-operator":
             log.debug("managed by another controller", managed_by=managed_by)
@@ -136,12 +145,53 @@ class RayClusterReconciler:
             reconcile_failed=error is not None,
         )
         suspending_now = self._became_suspending(cluster, new_status)
-        await self._write_status(cluster, new_status)
+        defer = self._coalesce_delay(key, cluster.get("status"), new_status, urgent=error is not None)
+        if defer is None:
+            await self._write_status(key, cluster, new_status)
         if error is not None:
             raise error
         if suspending_now:
             return Result(requeue=True)
+        if defer is not None:
+            return Result(requeue_after=defer)
         return Result(requeue_after=self.options.resync_period)
+
+    def _latest(self, key: str, cached: dict[str, Any]) -> dict[str, Any]:
+        """The cached RayCluster, or our own newer write of it while the watch lags behind."""
+        written = self._written.get(key)
+        if written is None:
+            return cached
+        over_rv, obj = written
+        if cached["metadata"].get("resourceVersion") == over_rv:
+            return obj
+        self._written.pop(key, None)  # the cache moved on (our write or someone else's)
+        return cached
+
+    def _coalesce_delay(
+        self, key: str, old: dict[str, Any] | None, new: dict[str, Any], *, urgent: bool
+    ) -> float | None:
+        """Seconds to hold back a status write that only moves the worker counters, else None.
+
+        Workers turning Ready one by one would otherwise cost one write each; state, conditions,
+        head and generation changes are always written at once.
+        """
+        window = self.options.status_coalesce_seconds
+        if urgent or window <= 0 or not status_differs(old, new):
+            self._deferred.pop(key, None)
+            return None
+        counters = ("readyWorkerReplicas", "availableWorkerReplicas")
+        strip_old = {k: v for k, v in (old or {}).items() if k not in counters}
+        strip_new = {k: v for k, v in new.items() if k not in counters}
+        if status_differs(strip_old, strip_new):
+            self._deferred.pop(key, None)
+            return None
+        now = self.clock.now()
+        since = self._deferred.setdefault(key, now)
+        remaining = since + window - now
+        if remaining <= 0:
+            self._deferred.pop(key, None)
+            return None
+        return remaining
 
     @staticmethod
     def _became_suspending(cluster: dict[str, Any], new_status: dict[str, Any]) -> bool:
@@ -149,7 +199,7 @@ class RayClusterReconciler:
         after = find_condition(new_status.get("conditions"), C.COND_RAYCLUSTER_SUSPENDING)
         return (after or {}).get("status") == "True" and (before or {}).get("status") != "True"
 
-    async def _write_status(self, cluster: dict[str, Any], new_status: dict[str, Any]) -> None:
+    async def _write_status(self, key: str, cluster: dict[str, Any], new_status: dict[str, Any]) -> None:
         if not status_differs(cluster.get("status"), new_status):
             return
         new_status["lastUpdateTime"] = _now_iso(self.clock)
@@ -161,13 +211,15 @@ class RayClusterReconciler:
             "status": new_status,
         }
         try:
-            await self.client.update_status(C.RAYCLUSTERS, body)
+            written = await self.client.update_status(C.RAYCLUSTERS, body)
         except NotFound:
             return
         except Conflict:
+            self._written.pop(key, None)
             # Our cached copy is stale: the newer object is on its way through the watch.
             log.debug("status write conflicted; a newer RayCluster will be reconciled")
             raise
+        self._written[key] = (str(cluster["metadata"].get("resourceVersion", "")), written)
 
     async def _invalid(
         self, cluster: dict[str, Any], pods: list[dict[str, Any]], errors: list[Any]
