@@ -1,0 +1,124 @@
+"""config/rbac grants exactly what the code needs: derived from the code's calls, compared both ways."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.unit.rbac_scan import Permission, derive
+
+ROOT = Path(__file__).resolve().parents[2]
+RBAC = ROOT / "config" / "rbac"
+
+# Granted although no call needs it; each must say why the API server requires it.
+EXTRA: dict[Permission, str] = {
+    ("", "pods", "get"): "escalation prevention: the autoscaler Role the operator creates grants pods get",
+    ("", "pods/resize", "patch"): (
+        "escalation prevention: the autoscaler Role the operator creates grants pods/resize patch"
+    ),
+    ("ray.io", "rayclusters/finalizers", "update"): (
+        "OwnerReferencesPermissionEnforcement: Pods/Services/... carry blockOwnerDeletion=true"
+    ),
+    ("ray.io", "rayservices/finalizers", "update"): (
+        "OwnerReferencesPermissionEnforcement: RayClusters/Services carry blockOwnerDeletion=true"
+    ),
+}
+# Namespaced in the leader-election Role, not the ClusterRole.
+LEADER_ELECTION = {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
+
+
+def flatten(rules: Iterable[dict[str, Any]]) -> set[Permission]:
+    out: set[Permission] = set()
+    for rule in rules:
+        assert not rule.get("resourceNames") and not rule.get("nonResourceURLs"), rule
+        for group in rule["apiGroups"]:
+            for resource in rule["resources"]:
+                for verb in rule["verbs"]:
+                    assert "*" not in (group, resource, verb), f"wildcard in {rule}"
+                    out.add((group, resource, verb))
+    return out
+
+
+def load(name: str) -> dict[str, Any]:
+    doc = yaml.safe_load((RBAC / name).read_text())
+    assert isinstance(doc, dict)
+    return doc
+
+
+def cluster_role() -> set[Permission]:
+    role = load("role.yaml")
+    assert (role["kind"], role["metadata"]["name"]) == ("ClusterRole", "kuberay-operator")
+    return flatten(role["rules"])
+
+
+def leader_election_role() -> set[Permission]:
+    role = load("leader_election_role.yaml")
+    assert role["kind"] == "Role"
+    return flatten(role["rules"])
+
+
+def test_the_scan_resolves_every_api_call() -> None:
+    unresolved = [str(site) for (group, _, _), sites in derive().items() if group == "?" for site in sites]
+    assert not unresolved, "calls whose Resource the scan cannot tell:\n" + "\n".join(unresolved)
+
+
+def test_the_scan_sees_the_known_calls() -> None:
+    # Guards the scanner itself: if it silently stopped matching, the comparison below would pass
+    # against an empty set only if role.yaml were empty too, so pin a few representative calls.
+    needed = derive()
+    assert ("ray.io", "rayclusters/status", "update") in needed
+    assert ("", "pods", "deletecollection") in needed
+    assert ("discovery.k8s.io", "endpointslices", "watch") in needed
+    assert ("rbac.authorization.k8s.io", "roles", "create") in needed  # through _ensure(res=...)
+    assert ("events.k8s.io", "events", "patch") in needed
+
+
+def test_cluster_role_grants_everything_the_code_needs() -> None:
+    needed = set(derive()) - LEADER_ELECTION
+    missing = needed - cluster_role()
+    sites = derive()
+    assert not missing, "role.yaml lacks:\n" + "\n".join(
+        f"{p}: {sites[p][0]}" for p in sorted(missing)
+    )
+
+
+def test_cluster_role_grants_nothing_else() -> None:
+    extra = cluster_role() - set(derive()) - set(EXTRA)
+    assert not extra, f"role.yaml grants what no code uses (remove, or justify in EXTRA): {sorted(extra)}"
+    stale = set(EXTRA) - cluster_role()
+    assert not stale, f"EXTRA lists permissions role.yaml no longer grants: {sorted(stale)}"
+
+
+def test_leader_election_role_is_exactly_the_lease_calls() -> None:
+    lease_calls = {p for p in derive() if p[1] == "leases"}
+    assert lease_calls == LEADER_ELECTION
+    assert leader_election_role() == LEADER_ELECTION
+    assert not {p for p in cluster_role() if p[1] == "leases"}
+
+
+def test_autoscaler_role_is_covered_by_the_operators_own_rules() -> None:
+    # RBAC escalation prevention: a Role can only be created by someone holding its permissions.
+    from controllers.raycluster.autoscaler import autoscaler_role
+
+    cluster = {"metadata": {"name": "rc", "namespace": "ns", "uid": "u"}, "apiVersion": "ray.io/v1",
+               "kind": "RayCluster", "spec": {}}
+    granted = flatten(autoscaler_role(cluster)["rules"])
+    assert granted <= cluster_role(), sorted(granted - cluster_role())
+
+
+def test_bindings_point_at_the_service_account_the_deployment_runs_as() -> None:
+    sa = load("service_account.yaml")["metadata"]
+    manager = list(yaml.safe_load_all((ROOT / "config/manager/manager.yaml").read_text()))
+    deployment = next(d for d in manager if d["kind"] == "Deployment")
+    assert deployment["spec"]["template"]["spec"]["serviceAccountName"] == sa["name"]
+    subject = {"kind": "ServiceAccount", "name": sa["name"], "namespace": sa["namespace"]}
+    for name, kind in (("role_binding.yaml", "ClusterRole"), ("leader_election_role_binding.yaml", "Role")):
+        binding = load(name)
+        assert binding["roleRef"]["kind"] == kind
+        assert binding["subjects"] == [subject]
+    assert load("role_binding.yaml")["roleRef"]["name"] == "kuberay-operator"
+    assert load("leader_election_role_binding.yaml")["roleRef"]["name"] == load(
+        "leader_election_role.yaml")["metadata"]["name"]
