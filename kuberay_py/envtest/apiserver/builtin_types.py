@@ -64,6 +64,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         status_subresource=True,
         return_deleted_object=True,
         name_rule="dns1035",
+        field_labels=("spec.clusterIP", "spec.type"),
     ),
     ResourceType("", "v1", "Endpoints", "endpoints", short_names=("ep",), singular="endpoints"),
     ResourceType("", "v1", "ConfigMap", "configmaps", short_names=("cm",)),

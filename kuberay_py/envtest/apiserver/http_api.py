@@ -243,6 +243,8 @@ class ApiHandler:
                 return label_sel.matches(obj) and field_sel.matches(obj)
 
             selective = not (label_sel.empty and field_sel.empty)
+            if verb in ("list", "watch"):
+                self._validate_list_options(q, verb == "watch")
             if verb == "list":
                 limit = self._int(q, "limit")
                 body = list_bytes(
@@ -400,6 +402,70 @@ class ApiHandler:
             return orjson.loads(raw)
         except orjson.JSONDecodeError as e:
             raise StatusError.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
+
+    @staticmethod
+    def _validate_list_options(q: Any, watch: bool) -> None:
+        """``ValidateListOptions``: the rules around ``sendInitialEvents`` and ``resourceVersionMatch``."""
+        causes: list[dict[str, str]] = []
+        match = q.get("resourceVersionMatch")
+        send_initial = q.get("sendInitialEvents")
+        if send_initial is not None and send_initial in _TRUE:
+            if not watch:
+                causes.append(
+                    {
+                        "reason": "FieldValueForbidden",
+                        "field": "sendInitialEvents",
+                        "message": "Forbidden: sendInitialEvents is forbidden for list",
+                    }
+                )
+            if match != "NotOlderThan":
+                causes.append(
+                    {
+                        "reason": "FieldValueForbidden",
+                        "field": "resourceVersionMatch",
+                        "message": "Forbidden: sendInitialEvents requires setting resourceVersionMatch "
+                        "to NotOlderThan",
+                    }
+                )
+            if not _bool(q, "allowWatchBookmarks"):
+                causes.append(
+                    {
+                        "reason": "FieldValueForbidden",
+                        "field": "allowWatchBookmarks",
+                        "message": "Forbidden: sendInitialEvents requires setting allowWatchBookmarks "
+                        "to true",
+                    }
+                )
+        elif match:
+            if watch:
+                causes.append(
+                    {
+                        "reason": "FieldValueForbidden",
+                        "field": "resourceVersionMatch",
+                        "message": "Forbidden: resourceVersionMatch is forbidden for watch unless "
+                        "sendInitialEvents is provided",
+                    }
+                )
+            elif match not in ("Exact", "NotOlderThan"):
+                causes.append(
+                    {
+                        "reason": "FieldValueNotSupported",
+                        "field": "resourceVersionMatch",
+                        "message": f'Unsupported value: "{match}": supported values: "Exact", '
+                        '"NotOlderThan", ""',
+                    }
+                )
+            elif not q.get("resourceVersion"):
+                causes.append(
+                    {
+                        "reason": "FieldValueForbidden",
+                        "field": "resourceVersionMatch",
+                        "message": "Forbidden: resourceVersionMatch is forbidden unless resourceVersion "
+                        "is provided",
+                    }
+                )
+        if causes:
+            raise StatusError.invalid("meta.k8s.io", "ListOptions", "", causes)
 
     @staticmethod
     def _dry_run(q: Any) -> bool:

@@ -95,3 +95,35 @@ async def test_send_initial_events_ends_with_annotated_bookmark(core: k.CoreV1Ap
     bookmark = events[1]
     assert bookmark["type"] == "BOOKMARK"
     assert bookmark["object"]["metadata"]["annotations"] == {"k8s.io/initial-events-end": "true"}
+
+
+async def test_send_initial_events_requires_bookmarks_and_not_older_than(
+    core: k.CoreV1Api, namespace: str
+) -> None:
+    from kubernetes_asyncio.client.rest import ApiException
+
+    from .helpers import assert_status
+
+    for query in (
+        [("watch", "true"), ("sendInitialEvents", "true"), ("resourceVersionMatch", "NotOlderThan")],
+        [("watch", "true"), ("sendInitialEvents", "true"), ("allowWatchBookmarks", "true")],
+        [
+            ("sendInitialEvents", "true"),
+            ("resourceVersionMatch", "NotOlderThan"),
+            ("allowWatchBookmarks", "true"),
+        ],
+    ):
+        try:
+            resp = await core.api_client.call_api(
+                f"/api/v1/namespaces/{namespace}/configmaps",
+                "GET",
+                query_params=query,
+                header_params={"Accept": "application/json"},
+                auth_settings=["BearerToken"],
+                response_types_map={200: "object"},
+            )
+        except ApiException as e:
+            status = assert_status(e, 422, "Invalid")
+            assert status["message"].startswith('ListOptions.meta.k8s.io "" is invalid: ')
+        else:
+            raise AssertionError(f"{query} was accepted: {resp}")
