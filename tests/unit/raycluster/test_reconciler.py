@@ -318,3 +318,56 @@ async def test_suspend_records_suspending_then_deletes_all_then_suspended() -> N
     conds = {c["type"]: c["status"] for c in status["conditions"]}
     assert conds["RayClusterSuspended"] == "True" and conds["RayClusterSuspending"] == "False"
     assert status["state"] == "suspended"
+
+
+async def test_counter_only_changes_are_coalesced_and_stale_cache_sees_our_write() -> None:
+    c = make_cluster()
+    c["metadata"]["resourceVersion"] = "1"
+    c["spec"]["workerGroupSpecs"][0]["replicas"] = 2
+    reconciler, cache, client, _ = setup_env(c)
+    labels = {"ray.io/cluster": "rc", "ray.io/group": "small", "ray.io/node-type": "worker"}
+    head = {
+        "metadata": {
+            "name": "h",
+            "namespace": "ns",
+            "uid": "h",
+            "labels": {"ray.io/cluster": "rc", "ray.io/node-type": "head"},
+        }
+    }
+    cache.put(PODS, running_ready(head, "10.0.0.1"))
+    cache.put(PODS, {"metadata": {"name": "w1", "namespace": "ns", "uid": "w1", "labels": labels}})
+    cache.put(PODS, {"metadata": {"name": "w2", "namespace": "ns", "uid": "w2", "labels": labels}})
+    cache.put(
+        SERVICES, {"metadata": {"name": "rc-head-svc", "namespace": "ns"}, "spec": {"clusterIP": "None"}}
+    )
+
+    async def update_status(res: Resource, body: dict[str, Any]) -> dict[str, Any]:
+        client.requests.append(("update_status", res.kind, body["metadata"]["name"]))
+        client.last_status = body["status"]
+        out = copy.deepcopy(body)
+        out["metadata"]["resourceVersion"] = str(int(body["metadata"]["resourceVersion"]) + 1)
+        return out
+
+    client.update_status = update_status  # type: ignore[method-assign]
+    await reconciler.reconcile(REQ)
+    assert [r[0] for r in client.requests] == ["update_status"]
+    # The cache still holds resourceVersion 1: the reconciler uses its own write, sends nothing.
+    client.requests.clear()
+    await reconciler.reconcile(REQ)
+    assert client.requests == []
+    # One worker turns Ready: a counter-only change waits for the coalescing window.
+    cache.put(PODS, running_ready(cache.get(PODS, "w1", "ns") or {}, "10.0.0.2"))
+    result = await reconciler.reconcile(REQ)
+    assert client.requests == [] and result.requeue_after == 1.0
+    clock = reconciler.clock
+    assert isinstance(clock, FakeClock)
+    await clock.advance(1.0)
+    await reconciler.reconcile(REQ)
+    assert [r[0] for r in client.requests] == ["update_status"]
+    assert client.last_status["readyWorkerReplicas"] == 1
+    # The last worker makes the cluster ready: a state change is written at once.
+    cache.put(PODS, running_ready(cache.get(PODS, "w2", "ns") or {}, "10.0.0.3"))
+    client.requests.clear()
+    await reconciler.reconcile(REQ)
+    assert [r[0] for r in client.requests] == ["update_status"]
+    assert client.last_status["state"] == "ready"
