@@ -25,6 +25,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--crd", action="append", default=[], help="CRD file or directory to install (repeatable)")
     p.add_argument("--host", default="127.0.0.1", help="built-in server bind address (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=0, help="built-in server port (default: a free port)")
+    p.add_argument(
+        "--tls", action="store_true", help="built-in server: HTTPS with a throw-away CA (needs openssl)"
+    )
     p.add_argument("--probe-period-scale", type=float, default=1.0, help="simulator probe period multiplier")
     return p.parse_args(argv)
 
@@ -36,6 +39,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
         probe_period_scale=args.probe_period_scale,
         kubeconfig_out=args.kubeconfig_out,
         server_options={"host": args.host, "port": args.port},
+        tls=args.tls,
     )
     async with env:
         mode = "real kube-apiserver" if env.real else "built-in API server"

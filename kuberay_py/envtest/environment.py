@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import ssl
 import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -24,7 +25,7 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from .apiserver import BuiltinAPIServer
-from .controlplane import Assets, ControlPlane, find_assets
+from .controlplane import Assets, ControlPlane, find_assets, make_certs
 from .crdfiles import read_crds
 from .kubeconfig import kubeconfig_dict, write_kubeconfig
 from .rest import RestError, request_json
@@ -63,6 +64,7 @@ class Environment:
         server_options: dict[str, Any] | None = None,
         kubeconfig_out: str | None = None,
         assets: Assets | None = None,
+        tls: bool = False,
     ) -> None:
         self.crd_paths = list(crd_paths)
         self.simulate = simulate
@@ -75,6 +77,7 @@ class Environment:
         self.server_options = dict(server_options or {})
         self._kubeconfig_out = kubeconfig_out
         self._assets = assets
+        self.tls = tls
         self.server: BuiltinAPIServer | None = None
         self.control_plane: ControlPlane | None = None
         self.kubeconfig_path = ""
@@ -143,10 +146,20 @@ class Environment:
             )
             log.info("envtest.real_apiserver", url=self.url)
             return
-        self.server = BuiltinAPIServer(**self.server_options)
+        options = dict(self.server_options)
+        ca_file = None
+        if self.tls:
+            certs = await asyncio.to_thread(make_certs, os.path.join(self._tmpdir.name, "certs"))
+            ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ctx.load_cert_chain(certs.serving_cert, certs.serving_key)
+            options["ssl_context"] = ctx
+            ca_file = certs.ca_cert
+        self.server = BuiltinAPIServer(**options)
         await self.server.start()
         self.url = self.server.url
-        self.kubeconfig_path = write_kubeconfig(out, kubeconfig_dict(self.url, token="envtest-admin"))
+        self.kubeconfig_path = write_kubeconfig(
+            out, kubeconfig_dict(self.url, token="envtest-admin", ca_file=ca_file)
+        )
         log.info("envtest.builtin_apiserver", url=self.url)
 
     async def _load_clients(self) -> None:

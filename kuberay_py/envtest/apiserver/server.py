@@ -1,14 +1,16 @@
 """``BuiltinAPIServer``: the in-process Kubernetes API server tests and the demo run against.
 
-Serves plain HTTP on 127.0.0.1 (the ``cryptography`` package is not available to build a
-self-signed certificate; see docs/envtest.md). Besides the API it exposes the knobs tests use to
-make the server misbehave -- expire or cut watches, compact history, inject errors -- and a log of
-every request, so a test or benchmark can count exactly what a controller asked for.
+Serves HTTP on 127.0.0.1, or HTTPS when given an ``ssl_context`` (``Environment(tls=True)``
+makes a throw-away CA and serving certificate with the ``openssl`` command). Besides the API it
+exposes the knobs tests use to make the server misbehave -- expire or cut watches, compact
+history, inject errors -- and a log of every request, so a test or benchmark can count exactly
+what a controller asked for.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import Any
 
 from aiohttp import web
@@ -38,8 +40,10 @@ class BuiltinAPIServer:
         watch_timeout: float = 1800.0,
         namespace_controller: bool = True,
         service_cidr: str = "10.0.0.0/16",
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
         self.host = host
+        self.ssl_context = ssl_context
         self.port = port
         self.core = ApiCore(clock=clock, history_size=history_size)
         self.bookmark_interval = bookmark_interval
@@ -68,14 +72,17 @@ class BuiltinAPIServer:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
+        scheme = "https" if self.ssl_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     async def start(self) -> None:
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_route("*", "/{tail:.*}", self._handler.handle)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.host, self.port, reuse_address=True)
+        site = web.TCPSite(
+            self._runner, self.host, self.port, reuse_address=True, ssl_context=self.ssl_context
+        )
         await site.start()
         server = site._server
         assert server is not None
