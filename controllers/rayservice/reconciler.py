@@ -56,7 +56,7 @@ from controllers.rayservice.status import (
     set_condition,
     status_differs,
 )
-from kuberay_py.client import AlreadyExists, Client, NotFound
+from kuberay_py.client import AlreadyExists, Client, Conflict, NotFound
 from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SERVICES
 from kuberay_py.clock import Clock, RealClock
 from kuberay_py.controller import Request, Result
@@ -192,7 +192,13 @@ class RayServiceReconciler:
         _put_cluster_status(status, "pendingServiceStatus", pending if prepare_name is None else None)
         self._count_endpoints(svc, status)
         calculate_conditions(status, generation=generation, now=self.clock.utcnow())
-        svc = await self._write_status(svc, key, status)
+        try:
+            svc = await self._write_status(svc, key, status)
+        except Conflict:
+            # The cache lagged behind a write (ours or someone's); a status-only change may not
+            # come back through the predicates, so retry on our own, rate-limited.
+            log.debug("status write conflicted; retrying with a fresh object")
+            return Result(requeue=True)
         if prepare_name is not None:
             await self._create_cluster(svc, prepare_name)
 
