@@ -29,7 +29,7 @@ from kuberay_py.envtest import Environment
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "config" / "crd" / "bases"
-SAMPLE_DIRS = (ROOT.parent / "shared" / "reference" / "kuberay" / "samples", ROOT / "config" / "samples")
+SAMPLE_DIRS = (ROOT / "tests" / "fixtures" / "kuberay" / "samples", ROOT / "config" / "samples")
 
 
 def _samples() -> list[tuple[str, dict[str, Any]]]:

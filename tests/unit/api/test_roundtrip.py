@@ -19,7 +19,7 @@ from controllers.api import (
 )
 
 ROOT = Path(__file__).resolve().parents[3]
-REFERENCE_SAMPLES = ROOT.parent / "shared" / "reference" / "kuberay" / "samples"
+REFERENCE_SAMPLES = ROOT / "tests" / "fixtures" / "kuberay" / "samples"
 OUR_SAMPLES = ROOT / "config" / "samples"
 
 
