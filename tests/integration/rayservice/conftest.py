@@ -49,6 +49,7 @@ class FakeRay:
     proxy_status: int = 200
     hang_gets: bool = False
     gets: int = 0
+    healthz_calls: int = 0
     release: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def serve_get(self, request: web.Request) -> web.Response:
@@ -79,6 +80,7 @@ class FakeRay:
         return web.Response(status=200)
 
     async def healthz(self, request: web.Request) -> web.Response:
+        self.healthz_calls += 1
         return web.Response(status=self.proxy_status, text="success" if self.proxy_status == 200 else "no")
 
 

@@ -7,10 +7,12 @@ from typing import Any
 import yaml
 
 from controllers import constants as c
+from controllers.ray import metrics as ray_metrics
 from controllers.rayservice.cluster import DELETION_DEADLINE_ANNOTATION_KEY
 from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
 from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import EVENTS, PODS, SERVICES
+from kuberay_py.controller import Request
 
 from .conftest import eventually, mark_pods_ready, put_endpoint_slice, rayservice_manifest, stop_operator
 
@@ -367,3 +369,58 @@ async def test_zero_downtime_disabled_applies_no_spec_change(
     clusters = (await k8s.list(RAYCLUSTERS, namespace))["items"]
     assert [cl["metadata"]["name"] for cl in clusters] == [active]
     assert clusters[0]["spec"]["rayVersion"] == "2.52.0"
+
+
+async def test_steady_state_reconcile_writes_nothing_and_does_not_requeue_soon(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    op = await start_operator()
+    svc = await bring_up(k8s, namespace, fake_ray)
+
+    async def settled() -> dict[str, Any] | None:
+        # a reconcile that finds nothing to do returns the slow refresh, not the 2 s serve poll
+        result = await op.rayservice.reconciler.reconcile(Request(namespace, "rs"))
+        return {"result": result} if result.requeue_after == 300.0 else None
+
+    await eventually(settled, what="a steady reconcile")
+    before = (await k8s.get(RAYSERVICES, "rs", namespace))["metadata"]["resourceVersion"]
+    result = await op.rayservice.reconciler.reconcile(Request(namespace, "rs"))
+    after = (await k8s.get(RAYSERVICES, "rs", namespace))["metadata"]["resourceVersion"]
+    assert before == after  # no status write when nothing changed
+    assert result.requeue_after == 300.0
+    assert svc["status"]["numServeEndpoints"] == 2
+    values = {
+        source: ray_metrics.SERVE_ENDPOINTS.labels(namespace=namespace, name="rs", source=source)._value.get()
+        for source in ("head", "worker")
+    }
+    assert values == {"head": 1.0, "worker": 1.0}
+
+
+async def test_excluded_head_is_never_probed_and_stays_false(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator()
+    body = rayservice_manifest(fake_ray, "rs")
+    body["spec"]["excludeHeadPodFromServeSvc"] = True
+    await k8s.create(RAYSERVICES, body, namespace)
+
+    async def pending_cluster() -> str:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        return str(((s.get("status") or {}).get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+
+    cluster = await eventually(pending_cluster, what="a pending cluster")
+
+    async def pods_ready() -> list[dict[str, Any]]:
+        pods = await mark_pods_ready(k8s, namespace, cluster)
+        return pods if len(pods) == 2 else []
+
+    await eventually(pods_ready, what="Pods")
+
+    async def promoted() -> dict[str, Any] | None:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        return s if (s["status"].get("activeServiceStatus") or {}).get("rayClusterName") == cluster else None
+
+    await eventually(promoted, what="promotion through the worker alone")
+    head = await k8s.list(PODS, namespace, label_selector=f"ray.io/cluster={cluster},ray.io/node-type=head")
+    assert head["items"][0]["metadata"]["labels"]["ray.io/serve"] == "false"
+    assert fake_ray.healthz_calls == 0
