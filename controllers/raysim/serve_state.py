@@ -12,7 +12,7 @@ Transitions follow what was measured on Ray 2.60: DEPLOYING (no deployments) →
 traceback's last line; once RUNNING an application stays RUNNING while Serve replaces replicas
 lost with a node; a scale or config change makes it DEPLOYING until the new target is reached.
 Changes to ``user_config``/``num_replicas`` are applied in place; a ``ray_actor_options`` or
-``max_replicas_per_node`` change replaces the replicas (new ones start before old ones stop).
+``max_replicas_per_node`` change replaces the replicas with Serve's rolling update (a few at a time).
 """
 
 from __future__ import annotations
@@ -169,7 +169,13 @@ class ServeController:
             current = self.apps.get(name)
             if current is not None and current.entry == entry:
                 continue
-            if current is not None and current.built and _same_code(current.entry, entry):
+            if (
+                current is not None
+                and current.built
+                and current.known is not None
+                and current.status != "DEPLOY_FAILED"
+                and _same_code(current.entry, entry)
+            ):
                 self._update_in_place(current, app_cfg, entry, now, wall)
             else:
                 self.apps[name] = App(name, entry, deployed_at=now, last_deployed_time_s=wall)
@@ -314,28 +320,38 @@ class ServeController:
     def _reconcile_deployment(self, app: App, dep: Deployment, now: float, wall: float) -> list[float]:
         deadlines: list[float] = []
         current = [r for r in dep.replicas if r.version == dep.version]
-        old = [r for r in dep.replicas if r.version != dep.version]
-        # New-version replicas up to the target, old ones stopped as new ones become RUNNING.
-        missing = dep.target - len(current)
-        for _ in range(max(0, missing)):
-            seq = next(self._seq)
-            rid = "".join(self._rand.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(8))
-            current.append(Replica(rid, dep.version, seq, created_at=now, start_time_s=wall))
-        if missing < 0:
+        old = sorted(
+            (r for r in dep.replicas if r.version != dep.version),
+            key=lambda r: (r.state == "RUNNING", -r.seq),
+        )
+        if old:
+            # Serve's rolling update (_stop_or_update_outdated_version_replicas): stop at most
+            # max(20% of the target, 1) outdated replicas beyond those still pending, then start
+            # new ones in their place. With one replica there is a short gap; the proxy waits it out.
+            running = sum(1 for r in dep.replicas if r.state == "RUNNING")
+            pending = dep.target - running
+            rollout = max(int(0.2 * dep.target), 1)
+            old = old[min(max(rollout - pending, 0), len(old)) :]
+        excess = len(current) + len(old) - dep.target
+        if excess > 0 and old:
+            dropped = min(excess, len(old))
+            old, excess = old[dropped:], excess - dropped
+        if excess > 0:
             views = self._node_views(dep)
             stop = set(
                 choose_replicas_to_stop(
                     [ReplicaView(r.replica_id, r.node_id, r.state == "RUNNING", r.seq) for r in current],
-                    -missing,
+                    excess,
                     views,
                     self.head.node_id if self.head else None,
                 )
             )
             current = [r for r in current if r.replica_id not in stop]
-        running_new = sum(1 for r in current if r.state == "RUNNING")
-        keep_old = max(0, dep.target - running_new)
-        old_sorted = sorted(old, key=lambda r: (r.state != "RUNNING", -r.seq))
-        dep.replicas = current + old_sorted[:keep_old]
+        for _ in range(max(0, dep.target - len(current) - len(old))):
+            seq = next(self._seq)
+            rid = "".join(self._rand.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(8))
+            current.append(Replica(rid, dep.version, seq, created_at=now, start_time_s=wall))
+        dep.replicas = current + old
         for r in current:
             if r.node_id is None:
                 views = self._node_views(dep)
@@ -351,7 +367,7 @@ class ServeController:
                     deadlines.append(due)
         running_new = sum(1 for r in current if r.state == "RUNNING")
         unplaced = [r for r in current if r.node_id is None]
-        if running_new >= dep.target and not old_sorted[:keep_old]:
+        if running_new >= dep.target and not old:
             if not dep.settled:
                 dep.settled = True
                 dep.trigger = {"UPSCALING": "UPSCALE_COMPLETED", "DOWNSCALING": "DOWNSCALE_COMPLETED"}.get(

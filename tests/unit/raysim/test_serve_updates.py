@@ -60,13 +60,17 @@ async def test_user_config_in_place_and_actor_options_roll(
     assert d["applications"]["fruit_app"]["status"] == "RUNNING"
     assert (await get(http, f"http://{W1}:8000/fruit"))[1] == '{"fruit": "mango", "price": 5}'
 
-    # CPU change: new replicas start while the old ones keep serving, then the old ones stop.
+    # CPU change: a rolling replacement, one replica at a time (20% of the target, at least one):
+    # an old replica stops, a new one starts in its place, and so on; traffic keeps flowing.
     await put_to(http, fruit_config(2, ray_actor_options={"num_cpus": 0.25}))
     d = await doc(http)
     assert d["applications"]["fruit_app"]["status"] == "DEPLOYING"
-    running_old = [r for r in replicas(d) if r["replica_id"] in before and r["state"] == "RUNNING"]
-    assert len(running_old) == 2
+    states = sorted((r["replica_id"] in before, r["state"]) for r in replicas(d))
+    assert states == [(False, "STARTING"), (True, "RUNNING")]
     assert (await get(http, f"http://{W2}:8000/fruit"))[0] == 200
+    await step(runtime, clock, 1.0)
+    states = sorted((r["replica_id"] in before, r["state"]) for r in replicas(await doc(http)))
+    assert states == [(False, "RUNNING"), (False, "STARTING")]
     await step(runtime, clock, 1.0)
     d = await doc(http)
     assert d["applications"]["fruit_app"]["status"] == "RUNNING"
@@ -140,3 +144,20 @@ async def test_head_only_proxies_and_request_timeout(
     assert not pending.done()
     await clock.advance(5.0)
     assert await asyncio.wait_for(pending, 5) == (408, "Request timed out after 5s.")
+
+
+async def test_fixing_a_failed_app_redeploys_it(
+    cluster: tuple[RayPodRuntime, FakeClock], http: aiohttp.ClientSession
+) -> None:
+    runtime, clock = cluster
+    bad = fruit_config(1)
+    bad["applications"][0]["deployments"][0]["name"] = "NotThere"
+    await put_to(http, bad)
+    await step(runtime, clock, 2.0)
+    app = (await doc(http))["applications"]["fruit_app"]
+    assert app["status"] == "DEPLOY_FAILED"
+    assert "ValueError: Deployment 'NotThere' does not exist. Available: ['Fruit']" in app["message"]
+    await put_to(http, fruit_config(1))
+    assert (await doc(http))["applications"]["fruit_app"]["status"] == "DEPLOYING"
+    await step(runtime, clock, 3.0)
+    assert (await doc(http))["applications"]["fruit_app"]["status"] == "RUNNING"
