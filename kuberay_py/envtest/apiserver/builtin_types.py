@@ -153,6 +153,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         status_subresource=True,
         has_generation=True,
         field_labels=("status.successful",),
+        default_propagation="Orphan",
     ),
     ResourceType(
         "apps",

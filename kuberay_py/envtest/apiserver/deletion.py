@@ -101,13 +101,14 @@ def delete_object(
         )
     grace = _pod_grace(old, opts) if rt.key == ("", "pods") else 0
     finalizers = list(meta.get("finalizers") or [])
-    if opts.policy == "Foreground" and "foregroundDeletion" not in finalizers:
+    policy = opts.policy or (rt.default_propagation if rt.default_propagation != "Background" else None)
+    if policy == "Foreground" and "foregroundDeletion" not in finalizers:
         finalizers.append("foregroundDeletion")
         finalizers = [f for f in finalizers if f != "orphan"]
-    elif opts.policy == "Orphan" and "orphan" not in finalizers:
+    elif policy == "Orphan" and "orphan" not in finalizers:
         finalizers.append("orphan")
         finalizers = [f for f in finalizers if f != "foregroundDeletion"]
-    elif opts.policy == "Background":
+    elif policy == "Background":
         finalizers = (
             [f for f in finalizers if f not in ("orphan", "foregroundDeletion")]
             if not meta.get("deletionTimestamp")

@@ -31,7 +31,13 @@ def finalize_namespace(core: ApiCore, name: str) -> None:
         if not rt.namespaced or rt.key in seen:
             continue
         seen.add(rt.key)
-        delete_collection(core, rt, name, lambda _o: True, DeleteOptions(None, {"gracePeriodSeconds": "0"}))
+        delete_collection(
+            core,
+            rt,
+            name,
+            lambda _o: True,
+            DeleteOptions(None, {"gracePeriodSeconds": "0", "propagationPolicy": "Background"}),
+        )
         bucket = core.storage.buckets.get(rt.key)
         if bucket is not None and any(k[0] == name for k in bucket.objects):
             remaining = True

@@ -37,6 +37,8 @@ class ResourceType:
     # Extra field selectors on top of metadata.name / metadata.namespace.
     field_labels: tuple[str, ...] = ()
     verbs: tuple[str, ...] = ALL_VERBS
+    # What DELETE does without a propagationPolicy (batch/v1 Jobs still orphan, for compatibility).
+    default_propagation: str = "Background"
     # CRD-backed types only.
     crd_name: str | None = None
     schema: Any = None  # kuberay_py.envtest.apiserver.schema.Schema | None

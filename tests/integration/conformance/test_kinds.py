@@ -116,10 +116,29 @@ async def test_every_listed_kind_round_trips(k8s: Client, namespace: str) -> Non
         assert [i["metadata"]["name"] for i in listed["items"]] == [name], res
         patched = await k8s.patch(res, name, {"metadata": {"labels": {"touched": "yes"}}}, ns)
         assert patched["metadata"]["labels"] == {"touched": "yes"}, res
-        await k8s.delete(res, name, ns, grace_period_seconds=0)
+        # batch/v1 Jobs orphan by default, which needs a garbage collector to finish
+        await k8s.delete(res, name, ns, grace_period_seconds=0, propagation_policy="Background")
         with pytest.raises(ApiError) as e:
             await k8s.get(res, name, ns)
         assert e.value.status == 404, res
+
+
+async def test_jobs_orphan_dependents_by_default(k8s: Client, namespace: str) -> None:
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "orphaner"},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}
+            }
+        },
+    }
+    await k8s.create(r.JOBS, job, namespace)
+    await k8s.delete(r.JOBS, "orphaner", namespace)
+    held = await k8s.get(r.JOBS, "orphaner", namespace)
+    assert "orphan" in held["metadata"]["finalizers"] and held["metadata"]["deletionTimestamp"]
+    await k8s.patch(r.JOBS, "orphaner", {"metadata": {"finalizers": None}}, namespace)
 
 
 async def test_pod_status_subresource(k8s: Client, namespace: str) -> None:
