@@ -203,10 +203,10 @@ class ServeController:
                     # replicas are placed the moment the import finishes, not when we noticed it
                     for dep in app.deployments.values():
                         self._reconcile_deployment(app, dep, due, wall)
-            if app.status == "DEPLOY_FAILED":
-                continue
             for dep in app.deployments.values():
                 deadlines.extend(self._reconcile_deployment(app, dep, now, wall))
+            if app.status == "DEPLOY_FAILED":
+                continue
             if all(d.settled for d in app.deployments.values()):
                 app.status, app.message = "RUNNING", ""
             else:
@@ -233,8 +233,8 @@ class ServeController:
                     break
         if failure is not None:
             app.status = "DEPLOY_FAILED"
-            app.route_prefix = None
-            app.deployments = {}
+            if not app.deployments:  # a redeploy that fails leaves the previous deployments serving
+                app.route_prefix = None
             app.message = (
                 f"Deploying app '{app.name}' failed with exception:\nTraceback (most recent call last):\n"
                 f'  File "/home/ray/anaconda3/lib/python3.11/site-packages/ray/serve/_private/api.py", '
@@ -454,7 +454,7 @@ class ServeController:
         return {
             a.route_prefix: a.name
             for a in self.apps.values()
-            if a.built and a.route_prefix is not None and a.status != "DEPLOY_FAILED"
+            if a.built and a.route_prefix is not None and a.deployments
         }
 
     def match_route(self, path: str) -> App | None:

@@ -161,3 +161,20 @@ async def test_fixing_a_failed_app_redeploys_it(
     assert (await doc(http))["applications"]["fruit_app"]["status"] == "DEPLOYING"
     await step(runtime, clock, 3.0)
     assert (await doc(http))["applications"]["fruit_app"]["status"] == "RUNNING"
+
+
+async def test_a_failed_redeploy_keeps_the_previous_deployments_serving(
+    cluster: tuple[RayPodRuntime, FakeClock], http: aiohttp.ClientSession
+) -> None:
+    runtime, clock = cluster
+    await put_to(http, fruit_config(1))
+    await step(runtime, clock, 3.0)
+    broken = fruit_config(1)
+    broken["applications"][0]["import_path"] = "fruit_v2:app"
+    await put_to(http, broken)
+    await step(runtime, clock, 2.0)
+    app = (await doc(http))["applications"]["fruit_app"]
+    assert app["status"] == "DEPLOY_FAILED"
+    assert "No module named 'fruit_v2'" in app["message"]
+    assert app["deployments"]["Fruit"]["status"] == "HEALTHY"
+    assert (await get(http, f"http://{HEAD}:8000/fruit"))[0] == 200
