@@ -127,3 +127,27 @@ async def test_send_initial_events_requires_bookmarks_and_not_older_than(
             assert status["message"].startswith('ListOptions.meta.k8s.io "" is invalid: ')
         else:
             raise AssertionError(f"{query} was accepted: {resp}")
+
+
+async def test_kubernetes_asyncio_watch_helper(core: k.CoreV1Api, namespace: str) -> None:
+    """kubernetes_asyncio's own Watch helper (used by third-party code) works unchanged."""
+    from kubernetes_asyncio import watch
+
+    await core.create_namespaced_config_map(namespace, configmap("kw"))
+    seen = []
+    async with watch.Watch() as w:
+        async for ev in w.stream(core.list_namespaced_config_map, namespace, timeout_seconds=1):
+            seen.append((ev["type"], ev["object"].metadata.name))
+    assert seen == [("ADDED", "kw")]
+
+
+async def test_kubernetes_asyncio_dynamic_client(envtest: object, namespace: str, api: k.ApiClient) -> None:
+    from kubernetes_asyncio.dynamic import DynamicClient
+
+    async with await DynamicClient(api) as dyn:
+        cms = await dyn.resources.get(api_version="v1", kind="ConfigMap")
+        await dyn.create(cms, body=configmap("dyn"), namespace=namespace)
+        got = await dyn.get(cms, name="dyn", namespace=namespace)
+        assert got.metadata.name == "dyn"
+        listed = await dyn.get(cms, namespace=namespace)
+        assert [i.metadata.name for i in listed.items] == ["dyn"]
