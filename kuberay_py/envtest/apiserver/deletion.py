@@ -135,6 +135,20 @@ def delete_object(
             nmeta["generation"] += 1
         if rt.key == ("", "namespaces"):
             new.setdefault("status", {})["phase"] = "Terminating"
+        if rt.key == CRD_KEY:
+            status = new.setdefault("status", {})
+            conditions = [c for c in status.get("conditions") or [] if c.get("type") != "Terminating"]
+            conditions.append(
+                {
+                    "type": "Terminating",
+                    "status": "True",
+                    "lastTransitionTime": core.now(),
+                    "reason": "InstanceDeletionPending",
+                    "message": "CustomResourceDefinition marked for deletion; CustomResource deletion "
+                    "will begin soon",
+                }
+            )
+            status["conditions"] = conditions
     elif grace < nmeta.get("deletionGracePeriodSeconds", 0):
         # A shorter grace period moves the deadline forward, never back.
         now = core.clock.utcnow()

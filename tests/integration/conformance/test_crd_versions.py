@@ -1,0 +1,155 @@
+"""CRD evolution: multiple served versions, schema updates, deletion waiting for CR finalizers."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from typing import Any
+
+import pytest
+
+from kuberay_py.client import ApiError, Client
+from kuberay_py.client import resources as r
+from kuberay_py.envtest import Environment
+
+
+def crd(group: str, versions: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"things.{group}"},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "things", "kind": "Thing"},
+            "versions": versions,
+        },
+    }
+
+
+def version(name: str, *, storage: bool, props: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": name,
+        "served": True,
+        "storage": storage,
+        "schema": {
+            "openAPIV3Schema": {
+                "type": "object",
+                "properties": {"spec": {"type": "object", "properties": props}},
+            }
+        },
+    }
+
+
+async def _wait_gone(k8s: Client, envtest: Environment, name: str) -> None:
+    for _ in range(300):
+        try:
+            await k8s.get(r.CRDS, name)
+        except ApiError as e:
+            assert e.status == 404
+            return
+        if envtest.server is not None:
+            await envtest.server.wait_idle()
+        else:
+            await asyncio.sleep(0.1)
+    pytest.fail(f"CRD {name} still present")
+
+
+async def test_two_served_versions_share_objects(k8s: Client, envtest: Environment, namespace: str) -> None:
+    group = f"v.{namespace}.kuberay.io"
+    props = {"size": {"type": "integer"}}
+    await envtest.install_crds(
+        [
+            crd(
+                group,
+                [version("v1", storage=True, props=props), version("v1beta1", storage=False, props=props)],
+            )
+        ]
+    )
+    groups = await k8s.request("GET", f"/apis/{group}")
+    assert groups["preferredVersion"]["version"] == "v1"
+    assert [v["version"] for v in groups["versions"]] == ["v1", "v1beta1"]
+    await k8s.request(
+        "POST",
+        f"/apis/{group}/v1beta1/namespaces/{namespace}/things",
+        body={
+            "apiVersion": f"{group}/v1beta1",
+            "kind": "Thing",
+            "metadata": {"name": "t"},
+            "spec": {"size": 1},
+        },
+    )
+    as_v1 = await k8s.request("GET", f"/apis/{group}/v1/namespaces/{namespace}/things/t")
+    assert as_v1["apiVersion"] == f"{group}/v1" and as_v1["spec"] == {"size": 1}
+    listed = await k8s.request("GET", f"/apis/{group}/v1beta1/namespaces/{namespace}/things")
+    assert [i["apiVersion"] for i in listed["items"]] == [f"{group}/v1beta1"]
+    await k8s.delete(r.CRDS, f"things.{group}")
+    await _wait_gone(k8s, envtest, f"things.{group}")
+
+
+async def test_schema_update_takes_effect(k8s: Client, envtest: Environment, namespace: str) -> None:
+    group = f"s.{namespace}.kuberay.io"
+    doc = crd(group, [version("v1", storage=True, props={"size": {"type": "integer"}})])
+    await envtest.install_crds([doc])
+    path = f"/apis/{group}/v1/namespaces/{namespace}/things"
+    body = {
+        "apiVersion": f"{group}/v1",
+        "kind": "Thing",
+        "metadata": {"name": "a"},
+        "spec": {"size": 1, "color": "red"},
+    }
+    created = await k8s.request("POST", path, body=body)
+    assert created["spec"] == {"size": 1}, "unknown field pruned under the first schema"
+    updated = copy.deepcopy(doc)
+    updated["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+        "color"
+    ] = {"type": "string", "enum": ["red", "blue"]}
+    await envtest.install_crds([updated])
+    for _ in range(100):  # kube-apiserver swaps the CR handler asynchronously after a CRD update
+        created = await k8s.request("POST", path, body={**body, "metadata": {"name": f"b{_}"}})
+        if created["spec"].get("color") == "red":
+            break
+        await asyncio.sleep(0.05)
+    assert created["spec"] == {"size": 1, "color": "red"}
+    with pytest.raises(ApiError) as e:
+        await k8s.request("POST", path, body={**body, "metadata": {"name": "c"}, "spec": {"color": "green"}})
+    assert e.value.status == 422
+    await k8s.delete(r.CRDS, f"things.{group}")
+    await _wait_gone(k8s, envtest, f"things.{group}")
+
+
+async def test_crd_deletion_waits_for_custom_resource_finalizers(
+    k8s: Client, envtest: Environment, namespace: str
+) -> None:
+    group = f"f.{namespace}.kuberay.io"
+    name = f"things.{group}"
+    await envtest.install_crds([crd(group, [version("v1", storage=True, props={})])])
+    path = f"/apis/{group}/v1/namespaces/{namespace}/things"
+    await k8s.request(
+        "POST",
+        path,
+        body={
+            "apiVersion": f"{group}/v1",
+            "kind": "Thing",
+            "metadata": {"name": "held", "finalizers": ["example.com/hold"]},
+        },
+    )
+    await k8s.delete(r.CRDS, name)
+    held: dict[str, Any] = {}
+    for _ in range(300):
+        held = await k8s.request("GET", f"{path}/held")
+        if held["metadata"].get("deletionTimestamp"):
+            break
+        await (envtest.server.wait_idle() if envtest.server is not None else asyncio.sleep(0.1))
+    assert held["metadata"].get("deletionTimestamp"), "the CRD finalizer deletes its custom resources"
+    crd_now = await k8s.get(r.CRDS, name)
+    assert "customresourcecleanup.apiextensions.k8s.io" in crd_now["metadata"]["finalizers"]
+    terminating = {c["type"]: c["status"] for c in crd_now["status"]["conditions"]}
+    assert terminating.get("Terminating") == "True"
+    await k8s.request(
+        "PATCH",
+        f"{path}/held",
+        body={"metadata": {"finalizers": None}},
+        content_type="application/merge-patch+json",
+    )
+    await _wait_gone(k8s, envtest, name)
