@@ -23,6 +23,7 @@ from .registry import ResourceType
 __all__ = ["DeleteOptions", "delete_collection", "delete_object"]
 
 _POLICIES = ("Foreground", "Background", "Orphan")
+_IMMORTAL_NAMESPACES = ("default", "kube-system", "kube-public")
 
 
 class DeleteOptions:
@@ -83,6 +84,8 @@ def delete_object(
     """Returns (object, removed_now)."""
     old = core.get(rt, namespace, name)
     meta = old["metadata"]
+    if rt.key == ("", "namespaces") and name in _IMMORTAL_NAMESPACES:
+        raise StatusError.forbidden("", "namespaces", name, "this namespace may not be deleted")
     if opts.pre_uid is not None and opts.pre_uid != meta.get("uid"):
         raise StatusError.conflict(
             rt.group,

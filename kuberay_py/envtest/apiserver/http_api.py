@@ -262,7 +262,7 @@ class ApiHandler:
                 send_initial = q.get("sendInitialEvents")
                 params = WatchParams(
                     q.get("resourceVersion"),
-                    None if timeout is None else float(timeout),
+                    float(timeout) if timeout else None,  # 0 means "server default", as in kube
                     _bool(q, "allowWatchBookmarks"),
                     None if send_initial is None else send_initial in _TRUE,
                 )

@@ -156,3 +156,10 @@ async def test_namespace_deletion_completes_in_builtin_server(
     with pytest.raises(ApiException) as e:
         await core.read_namespace(ns)
     assert_status(e.value, 404, "NotFound")
+
+
+async def test_default_namespace_may_not_be_deleted(core: k.CoreV1Api) -> None:
+    with pytest.raises(ApiException) as e:
+        await core.delete_namespace("default")
+    status = assert_status(e.value, 403, "Forbidden")
+    assert "this namespace may not be deleted" in status["message"]
