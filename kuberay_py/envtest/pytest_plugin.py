@@ -8,12 +8,14 @@ Registered through the ``pytest11`` entry point ``kuberay_envtest``. Fixtures:
 * ``k8s``: a :class:`kuberay_py.client.Client` on ``envtest``, closed after the test.
 * ``namespace``: a new namespace name (``generateName: test-``), deleted after the test.
 
-Tests marked ``builtin_only`` are skipped when a real kube-apiserver is in use.
+Tests marked ``builtin_only`` are skipped when a real kube-apiserver is in use. Faults injected
+into the session's built-in server are cleared after each test that used ``envtest``, so a
+test's leftover fault cannot fail the next one.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
 
 import pytest
@@ -42,6 +44,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("builtin_only") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _envtest_clear_faults(request: pytest.FixtureRequest) -> Iterator[None]:
+    yield
+    for name in ("envtest", "envtest_sim"):
+        if name in request.fixturenames:
+            env = request.getfixturevalue(name)
+            if isinstance(env, Environment) and env.server is not None:
+                env.server.clear_faults()
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

@@ -136,3 +136,12 @@ async def test_dry_run_create_leaves_no_trace_in_watch_history(
     before = envtest.server.resource_version
     await k8s.create(r.CONFIGMAPS, configmap("dry"), namespace, dry_run=True)
     assert envtest.server.resource_version == before
+
+
+async def test_leftover_fault_part_1(envtest: Environment, namespace: str) -> None:
+    assert envtest.server is not None
+    envtest.server.inject("GET", r"/api/v1/namespaces/default$", 500, count=-1)
+
+
+async def test_leftover_fault_part_2_is_cleared(k8s: Client) -> None:
+    assert (await k8s.get(r.NAMESPACES, "default"))["metadata"]["name"] == "default"
