@@ -48,9 +48,19 @@ class ChildPhase:
     recorder: Recorder
     options: RayClusterOptions
     _known: set[tuple[str, str, str]] = field(default_factory=set)  # (cluster uid, kind, name)
+    # Services we created that the cache has not shown yet, as the API returned them.
+    _fresh: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
+
+    def service(self, cluster: dict[str, Any], name: str) -> dict[str, Any] | None:
+        """A Service from the cache, or the one we just created while the watch catches up."""
+        cached = self.cache.get(SERVICES, name, cluster["metadata"]["namespace"])
+        if cached is not None:
+            return cached
+        return self._fresh.get((cluster["metadata"]["uid"], "Service", name))
 
     def forget(self, uid: str) -> None:
         self._known = {k for k in self._known if k[0] != uid}
+        self._fresh = {k: v for k, v in self._fresh.items() if k[0] != uid}
 
     async def _ensure(
         self,
@@ -165,11 +175,12 @@ class ChildPhase:
         marker = (cluster["metadata"]["uid"], "Service", name)
         if self.cache.get(SERVICES, name, ns) is not None:
             self._known.discard(marker)
+            self._fresh.pop(marker, None)
             return  # KubeRay never updates an existing Service
         if marker in self._known:
             return  # created by us, not yet in the cache: creating again would only 409
         try:
-            await self.client.create(SERVICES, body, ns)
+            created = await self.client.create(SERVICES, body, ns)
         except AlreadyExists:
             return
         except ApiError as exc:
@@ -181,4 +192,5 @@ class ChildPhase:
             )
             raise
         self._known.add(marker)
+        self._fresh[marker] = created
         self.recorder.event(cluster, C.NORMAL, C.EVENT_CREATED_SERVICE, f"Created Service {ns}/{name}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import secrets
 import string
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -75,7 +75,9 @@ class PodPhase:
             cluster, C.NORMAL, ok, f"Deleted Pod {pod['metadata']['namespace']}/{name}. {why}".strip()
         )
 
-    async def _create(self, cluster: dict[str, Any], body: dict[str, Any], head: bool) -> None:
+    async def _create(
+        self, cluster: dict[str, Any], body: dict[str, Any], head: bool, *, announce: bool = True
+    ) -> str:
         try:
             created = await self.client.create(PODS, body, cluster["metadata"]["namespace"])
         except ApiError as exc:
@@ -89,30 +91,47 @@ class PodPhase:
             )
             raise ReplicaFailure(reason, str(exc)) from exc
         self.expectations.expect_created(self._key(cluster), created)
-        name = created["metadata"]["name"]
-        self.recorder.event(
-            cluster,
-            C.NORMAL,
-            C.EVENT_CREATED_HEAD_POD if head else C.EVENT_CREATED_WORKER_POD,
-            f"Created {'head' if head else 'worker'} Pod {created['metadata']['namespace']}/{name}",
-        )
+        name = f"{created['metadata']['namespace']}/{created['metadata']['name']}"
+        if announce:
+            self.recorder.event(
+                cluster,
+                C.NORMAL,
+                C.EVENT_CREATED_HEAD_POD if head else C.EVENT_CREATED_WORKER_POD,
+                f"Created {'head' if head else 'worker'} Pod {name}",
+            )
+        return name
 
-    async def _slow_start(self, count: int, make: Callable[[], Awaitable[None]]) -> None:
-        """Run ``count`` creates in doubling batches; stop at the first failing batch."""
+    async def _slow_start(
+        self, cluster: dict[str, Any], count: int, make: Callable[[], dict[str, Any]]
+    ) -> None:
+        """Create ``count`` worker Pods in doubling batches; stop at the first failing batch.
+
+        One ``CreatedWorkerPod`` event per batch names every Pod in it (KubeRay sends one per Pod;
+        the event writes would otherwise eat half of the client's QPS budget while scaling).
+        """
         done, batch = 0, 1
         errors: list[ReplicaFailure] = []
+        names: list[str] = []
 
         async def one() -> None:
             try:
-                await make()
+                names.append(await self._create(cluster, make(), head=False, announce=False))
             except ReplicaFailure as exc:
                 errors.append(exc)
 
         while done < count:
             size = min(batch, count - done)
+            names.clear()
             async with anyio.create_task_group() as tg:
                 for _ in range(size):
                     tg.start_soon(one)
+            if names:
+                message = (
+                    f"Created worker Pod {names[0]}"
+                    if len(names) == 1
+                    else f"Created {len(names)} worker Pods: {', '.join(sorted(names))}"
+                )
+                self.recorder.event(cluster, C.NORMAL, C.EVENT_CREATED_WORKER_POD, message)
             if errors:
                 raise errors[0]
             done += size
@@ -217,8 +236,7 @@ class PodPhase:
         group_name = str(group.get("groupName", ""))
         if hosts == 1:
             await self._slow_start(
-                plan.create_replicas,
-                lambda: self._create(cluster, build_worker_pod(cluster, group, self.options), head=False),
+                cluster, plan.create_replicas, lambda: build_worker_pod(cluster, group, self.options)
             )
             return
         used = {

@@ -135,7 +135,7 @@ class RayClusterReconciler:
             error = exc
 
         # Status always reflects what the cache shows, even after a failed phase.
-        head_svc = self.cache.get(SERVICES, common.head_service_name(cluster), request.namespace)
+        head_svc = self._children.service(cluster, common.head_service_name(cluster))
         new_status = compute_status(
             cluster,
             pods,
@@ -170,16 +170,17 @@ class RayClusterReconciler:
     def _coalesce_delay(
         self, key: str, old: dict[str, Any] | None, new: dict[str, Any], *, urgent: bool
     ) -> float | None:
-        """Seconds to hold back a status write that only moves the worker counters, else None.
+        """Seconds to hold back a status write that only moves counters or head details, else None.
 
-        Workers turning Ready one by one would otherwise cost one write each; state, conditions,
-        head and generation changes are always written at once.
+        Workers turning Ready one by one would otherwise cost one write each; state, reason,
+        conditions (HeadPodReady, Provisioned, …), desired counts and generation changes are always
+        written at once.
         """
         window = self.options.status_coalesce_seconds
         if urgent or window <= 0 or not status_differs(old, new):
             self._deferred.pop(key, None)
             return None
-        counters = ("readyWorkerReplicas", "availableWorkerReplicas")
+        counters = ("readyWorkerReplicas", "availableWorkerReplicas", "head", "endpoints")
         strip_old = {k: v for k, v in (old or {}).items() if k not in counters}
         strip_new = {k: v for k, v in new.items() if k not in counters}
         if status_differs(strip_old, strip_new):

@@ -152,7 +152,13 @@ async def test_first_reconcile_creates_service_head_and_workers_then_noop_sends_
     assert kinds.count(("create", "Pod")) == 4
     assert kinds[-1] == ("update_status", "RayCluster")
     assert result.requeue_after == 300.0
-    assert [r for _, r, _ in events.events].count("CreatedWorkerPod") == 3
+    # Slow start: batches of 1 and 2, one CreatedWorkerPod event per batch naming its Pods.
+    worker_events = [m for _, r, m in events.events if r == "CreatedWorkerPod"]
+    assert len(worker_events) == 2
+    assert worker_events[0].startswith("Created worker Pod ns/rc-small-worker-")
+    assert worker_events[1].startswith("Created 2 worker Pods: ns/rc-small-worker-")
+    # The status already knows the head Service we just created (no extra write when it shows up).
+    assert client.last_status["head"]["serviceName"] == "rc-head-svc"
     assert client.last_status["desiredWorkerReplicas"] == 3
     assert client.last_status["desiredCPU"] == "5500m"  # 1 (head) + 3 × 1500m (limits stand in for requests)
     assert client.last_status["desiredMemory"] == "5Gi"  # 2Gi + 3 × 1Gi
