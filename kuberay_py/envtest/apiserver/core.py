@@ -200,6 +200,15 @@ class ApiCore:
         meta["name"] = name
         self._check_namespace(rt, meta, namespace)
         old = self.get(rt, namespace, name)
+        uid = meta.get("uid")
+        if uid and uid != old["metadata"].get("uid"):
+            raise StatusError.conflict(
+                rt.group,
+                rt.plural,
+                name,
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {old['metadata'].get('uid')}",
+            )
         rv = meta.get("resourceVersion")
         if not rv:
             if require_rv and not rt.allow_unconditional_update:

@@ -113,3 +113,13 @@ async def test_service_gets_cluster_ip(core: k.CoreV1Api, namespace: str) -> Non
     assert created.spec.type == "ClusterIP"
     assert created.spec.ports[0].protocol == "TCP"
     assert created.spec.ports[0].target_port == 80
+
+
+async def test_update_with_another_uid_is_conflict(core: k.CoreV1Api, namespace: str) -> None:
+    await core.create_namespaced_config_map(namespace, configmap("uid"))
+    body = configmap("uid", {"a": "1"})
+    body["metadata"]["uid"] = "00000000-0000-0000-0000-000000000000"
+    with pytest.raises(ApiException) as e:
+        await core.replace_namespaced_config_map("uid", namespace, body)
+    status = assert_status(e.value, 409, "Conflict")
+    assert "Precondition failed: UID in precondition" in status["message"]
