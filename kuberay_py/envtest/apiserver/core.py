@@ -359,9 +359,19 @@ class ApiCore:
             patched = apply_strategic_merge_patch(base, patch)
         else:
             raise StatusError.bad_request(f"unknown patch type {patch_type}")
-        rv = (patched.get("metadata") or {}).get("resourceVersion")
+        pmeta = patched.get("metadata") if isinstance(patched.get("metadata"), dict) else {}
+        rv = pmeta.get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise StatusError.stale(rt.group, rt.plural, name)
+        uid = pmeta.get("uid")
+        if uid and uid != old["metadata"].get("uid"):
+            raise StatusError.conflict(
+                rt.group,
+                rt.plural,
+                name,
+                f"Precondition failed: UID in precondition: {uid}, "
+                f"UID in object meta: {old['metadata'].get('uid')}",
+            )
         new = self._check_type(rt, patched)
         new["metadata"]["name"] = name
         self._check_namespace(rt, new["metadata"], namespace)
