@@ -15,85 +15,52 @@ head Pods, and the checker's "health changed" callback.
 from __future__ import annotations
 
 import copy
-import os
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from typing import Any, Literal, Protocol
+from typing import Any
 
 from controllers import constants as c
-from controllers.api.rayservice import ServeConfigError, parse_serve_config
 from controllers.api.validation import validate_rayservice
 from controllers.ray import metrics as ray_metrics
-from controllers.ray.dashboard import DashboardClientFactory, DashboardError, DashboardHTTPError
+from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import HeadProxyHealthChecker
 from controllers.rayservice import heads
 from controllers.rayservice.cluster import (
-    DELETION_DEADLINE_ANNOTATION_KEY,
-    build_ray_cluster,
     cluster_spec_of,
     generate_cluster_name,
     owned_cluster_labels,
 )
+from controllers.rayservice.cluster_phases import ClusterPhases
 from controllers.rayservice.hashing import (
     is_zero_downtime_enabled,
     should_prepare_new_cluster,
-    should_update_cluster,
 )
 from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
-from controllers.rayservice.serve import ServeConfigCache, application_statuses, needs_submit
-from controllers.rayservice.services import (
-    ServeServiceError,
-    build_rayservice_head_service,
-    build_rayservice_serve_service,
-    serve_service_name,
+from controllers.rayservice.phase_base import (
+    COND_SERVE_CONFIG_VALID,
+    MANAGED_BY_KUBERAY,
+    SERVICE_NAME_LABEL,
+    EventRecorderLike,
+    RayServiceOptions,
+    RequeueTimer,
+    _cluster_names,
+    _name,
+    log,
 )
+from controllers.rayservice.serve import ServeConfigCache
+from controllers.rayservice.serving_phases import ServingPhases, _ServeResult
 from controllers.rayservice.status import (
     calculate_conditions,
-    is_condition_true,
-    ready_endpoint_pod_uids,
     rfc3339,
     set_condition,
     status_differs,
 )
-from kuberay_py.client import AlreadyExists, Client, Conflict, NotFound
-from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SERVICES
+from kuberay_py.client import Client, Conflict, NotFound
 from kuberay_py.clock import Clock, RealClock
 from kuberay_py.controller import Request, Result
-from kuberay_py.log import get_logger
 
-__all__ = ["COND_SERVE_CONFIG_VALID", "RayServiceOptions", "RayServiceReconciler"]
-
-log = get_logger(__name__)
-
-DEFAULT_DELETION_DELAY = 60.0
-MANAGED_BY_KUBERAY = "ray.io/kuberay-operator"
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
-# kuberay-py only: whether Ray accepted the last serveConfigV2 PUT (a 400 keeps the old apps running).
-COND_SERVE_CONFIG_VALID = "ServeConfigValid"
+__all__ = ["COND_SERVE_CONFIG_VALID", "SERVICE_NAME_LABEL", "RayServiceOptions", "RayServiceReconciler"]
 
 
-class EventRecorderLike(Protocol):
-    def event(
-        self, obj: dict[str, Any], type_: Literal["Normal", "Warning"], reason: str, message: str
-    ) -> None: ...
-
-
-@dataclass
-class RayServiceOptions:
-    serve_poll_interval: float = 2.0  # while Serve applications are deploying
-    status_refresh_interval: float | None = 300.0  # slow refresh of application statuses when idle
-    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
-
-
-@dataclass
-class _ServeResult:
-    ready: bool = False
-    apps: dict[str, Any] | None = None  # None: unknown this round (keep the previous statuses)
-    in_progress: bool = False
-
-
-class RayServiceReconciler:
+class RayServiceReconciler(ClusterPhases, ServingPhases):
     def __init__(
         self,
         client: Client,
@@ -306,320 +273,6 @@ class RayServiceReconciler:
         await self._write_status(svc, key, status)
         return Result()
 
-    async def _clean_up_dangling_clusters(
-        self, svc: dict[str, Any], status: dict[str, Any], requeue: RequeueTimer
-    ) -> None:
-        """Delete clusters that are neither active nor pending once their deadline passed.
-
-        The deadline is an annotation on the cluster, so it survives an operator restart.
-        """
-        meta = svc["metadata"]
-        keep = set(_cluster_names(status))
-        delay = (svc.get("spec") or {}).get("rayClusterDeletionDelaySeconds")
-        delay_s = DEFAULT_DELETION_DELAY if delay is None else float(delay)
-        now = self.clock.utcnow()
-        for cluster in self.cache.list(RAYCLUSTERS, meta["namespace"], labels=owned_cluster_labels(svc)):
-            cmeta = cluster["metadata"]
-            if cmeta["name"] in keep or cmeta.get("deletionTimestamp"):
-                continue
-            deadline = _parse_time((cmeta.get("annotations") or {}).get(DELETION_DEADLINE_ANNOTATION_KEY))
-            if deadline is None:
-                deadline = now + timedelta(seconds=delay_s)
-                patch = {"metadata": {"annotations": {DELETION_DEADLINE_ANNOTATION_KEY: rfc3339(deadline)}}}
-                try:
-                    await self.client.patch(RAYCLUSTERS, cmeta["name"], patch, cmeta["namespace"])
-                except NotFound:
-                    continue
-                log.info(
-                    "scheduled dangling RayCluster for deletion",
-                    cluster=cmeta["name"],
-                    deadline=rfc3339(deadline),
-                )
-            if now >= deadline:
-                await self._delete_cluster(svc, cluster)
-            else:
-                requeue.at((deadline - now).total_seconds())
-
-    async def _delete_cluster(self, svc: dict[str, Any], cluster: dict[str, Any]) -> None:
-        cmeta = cluster["metadata"]
-        try:
-            await self.client.delete(
-                RAYCLUSTERS, cmeta["name"], cmeta["namespace"], propagation_policy="Background"
-            )
-        except NotFound:
-            return
-        except Exception as exc:
-            self.recorder.event(
-                svc,
-                c.WARNING,
-                c.EVENT_FAILED_TO_DELETE_RAYCLUSTER,
-                f"Failed to delete the RayCluster {cmeta['namespace']}/{cmeta['name']}: {exc}",
-            )
-            raise
-        self.recorder.event(
-            svc,
-            c.NORMAL,
-            c.EVENT_DELETED_RAYCLUSTER,
-            f"Deleted the RayCluster {cmeta['namespace']}/{cmeta['name']}",
-        )
-
-    async def _reconcile_clusters(
-        self, svc: dict[str, Any], status: dict[str, Any]
-    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-        ns = svc["metadata"]["namespace"]
-        active_name, pending_name = _name(status, "active"), _name(status, "pending")
-        active = self.cache.get(RAYCLUSTERS, active_name, ns) if active_name else None
-        pending = self.cache.get(RAYCLUSTERS, pending_name, ns) if pending_name else None
-        if pending_name and pending is None:
-            return active, await self._create_cluster(svc, pending_name)
-        goal = cluster_spec_of(svc)
-        upgrading = is_condition_true(status.get("conditions"), c.COND_UPGRADE_IN_PROGRESS)
-        if should_update_cluster(active, goal, is_active=True, upgrade_in_progress=upgrading):
-            assert active is not None
-            active = await self._update_cluster(svc, active, "active")
-        if should_update_cluster(pending, goal, is_active=False, upgrade_in_progress=upgrading):
-            assert pending is not None
-            pending = await self._update_cluster(svc, pending, "pending")
-        return active, pending
-
-    async def _create_cluster(self, svc: dict[str, Any], name: str) -> dict[str, Any]:
-        body = build_ray_cluster(svc, name)
-        ns = svc["metadata"]["namespace"]
-        try:
-            created: dict[str, Any] = await self.client.create(RAYCLUSTERS, body, ns)
-        except AlreadyExists:
-            existing: dict[str, Any] = await self.client.get(RAYCLUSTERS, name, ns)
-            return existing
-        except Exception as exc:
-            self.recorder.event(
-                svc,
-                c.WARNING,
-                c.EVENT_FAILED_TO_CREATE_RAYCLUSTER,
-                f"Failed to create the RayCluster {ns}/{name}: {exc}",
-            )
-            raise
-        self.recorder.event(svc, c.NORMAL, c.EVENT_CREATED_RAYCLUSTER, f"Created the RayCluster {ns}/{name}")
-        return created
-
-    async def _update_cluster(
-        self, svc: dict[str, Any], cluster: dict[str, Any], role: str
-    ) -> dict[str, Any]:
-        """KubeRay's modifyRayCluster: the goal spec, labels and annotations; ``suspend`` is kept."""
-        goal = build_ray_cluster(svc, cluster["metadata"]["name"])
-        body = copy.deepcopy(cluster)
-        suspend = (cluster.get("spec") or {}).get("suspend")
-        body["spec"] = goal["spec"]
-        if suspend is not None:
-            body["spec"]["suspend"] = suspend
-        body["metadata"]["labels"] = goal["metadata"]["labels"]
-        body["metadata"]["annotations"] = goal["metadata"]["annotations"]
-        ref = f"{cluster['metadata']['namespace']}/{cluster['metadata']['name']}"
-        try:
-            updated: dict[str, Any] = await self.client.update(RAYCLUSTERS, body)
-        except Exception as exc:
-            msg = f"Failed to update the {role} RayCluster {ref}: {exc}"
-            self.recorder.event(svc, c.WARNING, c.EVENT_FAILED_TO_UPDATE_RAYCLUSTER, msg)
-            raise
-        self.recorder.event(svc, c.NORMAL, c.EVENT_UPDATED_RAYCLUSTER, f"Updated the {role} RayCluster {ref}")
-        return updated
-
-    async def _sync_head_label(self, svc: dict[str, Any], cluster: dict[str, Any] | None) -> None:
-        """``ray.io/serve`` on the head from the checker's latest result; ``false`` when excluded."""
-        if cluster is None:
-            return
-        ns = svc["metadata"]["namespace"]
-        pod = heads.head_pod(self.cache, ns, cluster["metadata"]["name"])
-        if pod is None:
-            return  # a normal state (KubeRay #4686): the Pod watch brings us back
-        current = (pod["metadata"].get("labels") or {}).get(c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY)
-        if (svc.get("spec") or {}).get("excludeHeadPodFromServeSvc"):
-            desired = c.SERVE_LABEL_FALSE
-        else:
-            target = heads.head_target(pod, f"{ns}/{svc['metadata']['name']}")
-            result = self.checker.latest(pod["metadata"]["uid"])
-            if target is not None and (result is None or not self.checker.is_fresh(target.pod_uid)):
-                self.checker.request(target)  # its result change enqueues us; never wait here
-            if target is None:
-                desired = c.SERVE_LABEL_FALSE
-            elif result is None or result.address != f"{target.ip}:{target.port}":
-                return  # no verdict yet for this Pod: keep the label it has
-            else:
-                desired = c.SERVE_LABEL_TRUE if result.healthy else c.SERVE_LABEL_FALSE
-        if current == desired:
-            return
-        pod_ref = f"{ns}/{pod['metadata']['name']}"
-        patch = {"metadata": {"labels": {c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: desired}}}
-        try:
-            await self.client.patch(PODS, pod["metadata"]["name"], patch, ns)
-        except NotFound:
-            return
-        except Exception as exc:
-            msg = f"Failed to update the serve label to {desired!r} for the Head Pod {pod_ref}: {exc}"
-            self.recorder.event(svc, c.WARNING, c.EVENT_FAILED_TO_UPDATE_HEAD_POD_SERVE_LABEL, msg)
-            raise
-        msg = f"Updated the serve label to {desired!r} for the Head Pod {pod_ref}"
-        self.recorder.event(svc, c.NORMAL, c.EVENT_UPDATED_HEAD_POD_SERVE_LABEL, msg)
-
-    async def _reconcile_serve(
-        self, svc: dict[str, Any], key: str, status: dict[str, Any], cluster: dict[str, Any]
-    ) -> _ServeResult:
-        ns = svc["metadata"]["namespace"]
-        cluster_name = cluster["metadata"]["name"]
-        pod = heads.head_pod(self.cache, ns, cluster_name)
-        if pod is None or not heads.is_running_and_ready(pod):
-            return _ServeResult()  # the head Pod's status change wakes us up
-        ip = (pod.get("status") or {}).get("podIP")
-        host = f"[{ip}]" if ip and ":" in ip else ip
-        dashboard = self.dashboards.client(f"http://{host}:{heads.dashboard_port(pod, cluster)}")
-        try:
-            details = await dashboard.get_serve_details()
-        except DashboardError as exc:
-            log.warning("failed to get Serve application statuses", cluster=cluster_name, error=str(exc))
-            return _ServeResult(in_progress=True)
-        config_text = (svc.get("spec") or {}).get("serveConfigV2") or ""
-        submit, why = needs_submit(self.serve_configs.get(key, cluster_name), config_text, details)
-        submitted = False
-        rejected = self._rejected.get((key, cluster_name)) == config_text
-        if submit and config_text and not rejected:
-            submitted = await self._submit(svc, key, status, cluster, dashboard, config_text, why)
-            rejected = self._rejected.get((key, cluster_name)) == config_text
-        apps = application_statuses(details)
-        ready = details.all_running and not submitted
-        # A config Ray rejected stays rejected until serveConfigV2 changes: nothing to poll for.
-        in_progress = (not details.all_running or submitted) and not rejected
-        return _ServeResult(ready=ready, apps=apps, in_progress=in_progress)
-
-    async def _submit(
-        self,
-        svc: dict[str, Any],
-        key: str,
-        status: dict[str, Any],
-        cluster: dict[str, Any],
-        dashboard: Any,
-        config_text: str,
-        why: str,
-    ) -> bool:
-        ref = f"{cluster['metadata']['namespace']}/{cluster['metadata']['name']}"
-        now = self.clock.utcnow()
-        generation = int(svc["metadata"].get("generation") or 0)
-        conditions = status.setdefault("conditions", [])
-        try:
-            await dashboard.put_serve_applications(parse_serve_config(config_text))
-        except (DashboardError, ServeConfigError) as exc:
-            message = f"Failed to update serve applications to the RayCluster {ref}: {exc}"
-            self._warn(svc, key, c.EVENT_FAILED_TO_UPDATE_SERVE_APPLICATIONS, message)
-            if isinstance(exc, DashboardHTTPError) and 400 <= exc.status < 500:
-                # Ray rejected the config itself; the running applications are untouched.
-                self._rejected[(key, cluster["metadata"]["name"])] = config_text
-                set_condition(
-                    conditions,
-                    COND_SERVE_CONFIG_VALID,
-                    "False",
-                    "ServeConfigRejected",
-                    exc.body.strip()[:1000],
-                    observed_generation=generation,
-                    now=now,
-                )
-            return False
-        log.info("submitted serve config", cluster=ref, reason=why)
-        self.serve_configs.put(key, cluster["metadata"]["name"], config_text)
-        self._rejected.pop((key, cluster["metadata"]["name"]), None)
-        self._warned.pop((key, c.EVENT_FAILED_TO_UPDATE_SERVE_APPLICATIONS), None)
-        set_condition(
-            conditions,
-            COND_SERVE_CONFIG_VALID,
-            "True",
-            "ServeConfigAccepted",
-            f"Ray accepted serveConfigV2 on the RayCluster {ref}",
-            observed_generation=generation,
-            now=now,
-        )
-        self.recorder.event(
-            svc,
-            c.NORMAL,
-            c.EVENT_UPDATED_SERVE_APPLICATIONS,
-            f"Updated serve applications to the RayCluster {ref}",
-        )
-        return True
-
-    def _ready_serve_pods(self, cluster: dict[str, Any]) -> int:
-        """Pods of a cluster the serve Service would select and route to: serve=true and Ready."""
-        pods = self.cache.list(
-            PODS,
-            cluster["metadata"]["namespace"],
-            labels={
-                c.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"],
-                c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: c.SERVE_LABEL_TRUE,
-            },
-        )
-        return sum(1 for p in pods if heads.is_running_and_ready(p))
-
-    async def _reconcile_services(self, svc: dict[str, Any], target: dict[str, Any]) -> dict[str, Any] | None:
-        head = build_rayservice_head_service(svc, target)
-        try:
-            serve = build_rayservice_serve_service(svc, target)
-        except ServeServiceError as exc:
-            self._warn(
-                svc,
-                f"{svc['metadata']['namespace']}/{svc['metadata']['name']}",
-                "FailedToCreateService",
-                str(exc),
-            )
-            await self._apply_service(svc, head)
-            return None
-        await self._apply_service(svc, head)
-        return await self._apply_service(svc, serve)
-
-    async def _apply_service(self, svc: dict[str, Any], desired: dict[str, Any]) -> dict[str, Any]:
-        """Create, or re-point when the ``ray.io/cluster`` selector changes (KubeRay's rule)."""
-        ns, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
-        existing = self.cache.get(SERVICES, name, ns)
-        if existing is None:
-            try:
-                created: dict[str, Any] = await self.client.create(SERVICES, desired, ns)
-            except AlreadyExists:
-                existing = await self.client.get(SERVICES, name, ns)
-            except Exception as exc:
-                msg = f"Failed to create the service {ns}/{name}, {exc}"
-                self.recorder.event(svc, c.WARNING, c.EVENT_FAILED_TO_CREATE_SERVICE, msg)
-                raise
-            else:
-                self.recorder.event(
-                    svc, c.NORMAL, c.EVENT_CREATED_SERVICE, f"Created the service {ns}/{name}"
-                )
-                return created
-        old_sel = (existing.get("spec") or {}).get("selector") or {}
-        if old_sel.get(c.RAY_CLUSTER_LABEL_KEY) == desired["spec"]["selector"].get(c.RAY_CLUSTER_LABEL_KEY):
-            return existing
-        body = copy.deepcopy(existing)
-        new_spec = copy.deepcopy(desired["spec"])
-        for immutable in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
-            if immutable in (existing.get("spec") or {}):
-                new_spec[immutable] = existing["spec"][immutable]
-        body["spec"] = new_spec
-        try:
-            updated: dict[str, Any] = await self.client.update(SERVICES, body)
-        except Exception as exc:
-            msg = f"Failed to update the service {ns}/{name}, {exc}"
-            self.recorder.event(svc, c.WARNING, c.EVENT_FAILED_TO_UPDATE_SERVICE, msg)
-            raise
-        self.recorder.event(svc, c.NORMAL, c.EVENT_UPDATED_SERVICE, f"Updated the service {ns}/{name}")
-        return updated
-
-    def _count_endpoints(self, svc: dict[str, Any], status: dict[str, Any]) -> None:
-        """``numServeEndpoints`` = unique ready Pod UIDs in the serve Service's EndpointSlices."""
-        ns, name = svc["metadata"]["namespace"], svc["metadata"]["name"]
-        slices = self.cache.list(ENDPOINTSLICES, ns, labels={SERVICE_NAME_LABEL: serve_service_name(svc)})
-        ready = ready_endpoint_pod_uids(slices)
-        status["numServeEndpoints"] = len(ready)
-        by_source = {"head": 0, "worker": 0}
-        for pod_name in ready.values():
-            pod = self.cache.get(PODS, pod_name, ns) if pod_name else None
-            node_type = ((pod or {}).get("metadata", {}).get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY)
-            by_source["head" if node_type == c.NODE_TYPE_HEAD else "worker"] += 1
-        for source, count in by_source.items():
-            ray_metrics.SERVE_ENDPOINTS.labels(namespace=ns, name=name, source=source).set(count)
-
     async def _write_status(self, svc: dict[str, Any], key: str, status: dict[str, Any]) -> dict[str, Any]:
         if not status_differs(svc.get("status"), status):
             return svc
@@ -629,32 +282,6 @@ class RayServiceReconciler:
         updated: dict[str, Any] = await self.client.update_status(RAYSERVICES, body)
         self._written[key] = (str(updated["metadata"].get("resourceVersion")), copy.deepcopy(status))
         return updated
-
-    def _warn(self, svc: dict[str, Any], key: str, reason: str, message: str) -> None:
-        """A Warning event, once per distinct message (never one per reconcile)."""
-        if self._warned.get((key, reason)) == message:
-            return
-        self._warned[(key, reason)] = message
-        self.recorder.event(svc, c.WARNING, reason, message)
-
-
-class RequeueTimer:
-    """The earliest of the delays the phases asked for (None: rely on watches)."""
-
-    def __init__(self) -> None:
-        self.delay: float | None = None
-
-    def at(self, seconds: float) -> None:
-        seconds = max(0.001, seconds)
-        self.delay = seconds if self.delay is None else min(self.delay, seconds)
-
-
-def _name(status: dict[str, Any], which: str) -> str:
-    return str((status.get(f"{which}ServiceStatus") or {}).get("rayClusterName") or "")
-
-
-def _cluster_names(status: dict[str, Any]) -> list[str]:
-    return [n for n in (_name(status, "active"), _name(status, "pending")) if n]
 
 
 def _put_apps(status: dict[str, Any], key: str, apps: dict[str, Any] | None) -> None:
@@ -670,12 +297,3 @@ def _put_cluster_status(status: dict[str, Any], key: str, cluster: dict[str, Any
         return
     if cluster is not None and cluster.get("status"):
         sub["rayClusterStatus"] = copy.deepcopy(cluster["status"])
-
-
-def _parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
