@@ -209,3 +209,34 @@ async def test_serve_endpoints_follow_replicas_and_drain(
         drained = next(p for p in pods if p not in expected)
         async with http.get(f"http://{ips[drained]}:9000/fruit") as resp:
             assert resp.status == 200  # still forwarding while draining
+
+
+async def test_standalone_runner_serves_ray_pods(env: Environment) -> None:
+    """``python -m controllers.raysim`` against an API server: a head Pod becomes Ready."""
+    from controllers.raysim.__main__ import parse_args, run
+
+    args = parse_args(["--kubeconfig", env.kubeconfig_path, "--probe-period-scale", "0.01"])
+    stop = asyncio.Event()
+    runner = asyncio.create_task(run(args, stop))
+    client = env.new_client()
+    ns = await env.create_namespace()
+    try:
+        await client.create(resources.PODS, ray_pod("solo-head", "head"), ns)
+        pod = await wait_for(
+            client,
+            resources.PODS,
+            ns,
+            lambda p: any(
+                c["type"] == "Ready" and c["status"] == "True"
+                for c in p.get("status", {}).get("conditions", [])
+            ),
+            field_selector="metadata.name=solo-head",
+        )
+        async with aiohttp.ClientSession() as http:
+            async with http.get(f"http://{pod['status']['podIP']}:8265/api/gcs_healthz") as resp:
+                assert resp.status == 200 and await resp.text() == "success"
+    finally:
+        stop.set()
+        await asyncio.wait_for(runner, WAIT)
+        await env.delete_namespace(ns)
+        await client.close()

@@ -195,6 +195,7 @@ async def test_readiness_url_drives_ready_endpoint_and_drops_out_within_period_t
     pod = await wait_for(client, resources.PODS, ns, pod_ready, field_selector="metadata.name=web-0")
     ip = pod["status"]["podIP"]
     assert ip.startswith("127.") and ip != "127.0.0.1"
+    assert simulator.addresses.in_use(ip)  # the Simulator's allocator is the kubelet's
     assert pod["spec"]["nodeName"] == "sim-node" and pod["status"]["phase"] == "Running"
     slice_ = await wait_for(
         client,

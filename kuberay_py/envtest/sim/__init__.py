@@ -1,8 +1,13 @@
 """The opt-in cluster simulator: kubelet (addresses, phases, probes for real), EndpointSlice
 controller and owner-reference garbage collection, all driven through the API."""
 
+from typing import TYPE_CHECKING
+
 from kuberay_py.envtest.sim.addresses import AddressAllocator, AddressPoolExhausted
 from kuberay_py.envtest.sim.runtime import PodRuntime
+
+if TYPE_CHECKING:
+    from kuberay_py.envtest.sim.simulator import Simulator as Simulator
 
 __all__ = ["AddressAllocator", "AddressPoolExhausted", "PodRuntime", "Simulator"]
 

@@ -82,6 +82,8 @@ class EndpointSliceController:
         self._enqueue((meta.get("namespace", ""), meta.get("name", "")))
 
     def _pod_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
+        if not self.cache.informer_for(resources.SERVICES).has_synced():
+            return  # the Services' initial adds will enqueue every Service anyway
         namespace = (new or old or {}).get("metadata", {}).get("namespace", "")
         label_sets = [p.get("metadata", {}).get("labels") or {} for p in (old, new) if p is not None]
         for svc in self.cache.list(resources.SERVICES, namespace):

@@ -27,7 +27,7 @@ import anyio
 
 from kuberay_py.client import ApiError, Client, Conflict, NotFound, resources
 from kuberay_py.clock import Clock
-from kuberay_py.envtest.sim.addresses import AddressAllocator
+from kuberay_py.envtest.sim.addresses import AddressAllocator, random_block
 from kuberay_py.envtest.sim.podstatus import ContainerState, build_status
 from kuberay_py.envtest.sim.prober import ProbeKind, ProbeState, ProbeTiming
 from kuberay_py.envtest.sim.probes import run_probe
@@ -67,7 +67,7 @@ class Kubelet:
         self.scale = probe_period_scale
         self.node_name = node_name
         self.host_ip = host_ip
-        self.addresses = addresses or AddressAllocator()
+        self.addresses = addresses if addresses is not None else AddressAllocator(*random_block())
         self._workers: dict[str, _PodWorker] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._rounds: dict[tuple[str, str, str, str], int] = defaultdict(int)
