@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
@@ -96,37 +97,59 @@ class RealRayHeadRuntime:
             "RAY_USAGE_STATS_ENABLED": "0",
         }
         self.ray_bin = str(Path(sys.executable).with_name("ray"))
+        self.proc: asyncio.subprocess.Process | None = None
 
-    async def _ray(self, *args: str, timeout: float = 120) -> None:
-        proc = await asyncio.create_subprocess_exec(
+    async def _start_head(self) -> None:
+        """``ray start --head --block`` as our own child (its own session), ready once the GCS is."""
+        self.proc = await asyncio.create_subprocess_exec(
             self.ray_bin,
-            *args,
+            "start",
+            "--head",
+            "--block",
+            "--node-ip-address=127.0.0.1",
+            f"--port={RAY_PORTS['gcs']}",
+            "--dashboard-host=127.0.0.1",
+            f"--dashboard-port={RAY_PORTS['dashboard']}",
+            f"--dashboard-agent-listen-port={RAY_PORTS['agent']}",
+            f"--ray-client-server-port={RAY_PORTS['client']}",
+            "--num-cpus=1",
+            "--object-store-memory=200000000",
+            "--disable-usage-stats",
+            f"--temp-dir={self.tmp}",
             env=self.env,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.STDOUT,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
         )
-        out, _ = await asyncio.wait_for(proc.communicate(), timeout)
-        if proc.returncode != 0:
-            raise RuntimeError(f"ray {' '.join(args)} failed ({proc.returncode}): {out.decode()[-3000:]}")
+        url = f"http://127.0.0.1:{RAY_PORTS['dashboard']}/api/gcs_healthz"
+        for _ in range(240):
+            if self.proc.returncode is not None:
+                raise RuntimeError(f"ray start exited with {self.proc.returncode}")
+            with contextlib.suppress(Exception):
+                code, body = await http_get(url)
+                if code == 200 and "success" in body:
+                    return
+            await asyncio.sleep(0.5)
+        raise RuntimeError("the Ray head did not become healthy within 120 s")
+
+    async def _stop_head(self) -> None:
+        """SIGTERM to our ``ray start --block`` (it stops its node), then its process group if needed."""
+        proc = self.proc
+        if proc is None or proc.returncode is not None:
+            return
+        proc.terminate()
+        try:
+            await asyncio.wait_for(proc.wait(), 60)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            await proc.wait()
 
     async def start(self, pod: dict[str, Any], ip: str) -> None:
         if (pod["metadata"].get("labels") or {}).get("ray.io/node-type") != "head":
             return
         if not self.started:
-            await self._ray(
-                "start",
-                "--head",
-                "--node-ip-address=127.0.0.1",
-                f"--port={RAY_PORTS['gcs']}",
-                "--dashboard-host=127.0.0.1",
-                f"--dashboard-port={RAY_PORTS['dashboard']}",
-                f"--dashboard-agent-listen-port={RAY_PORTS['agent']}",
-                f"--ray-client-server-port={RAY_PORTS['client']}",
-                "--num-cpus=1",
-                "--object-store-memory=200000000",
-                "--disable-usage-stats",
-                f"--temp-dir={self.tmp}",
-            )
+            await self._start_head()
             self.started = True
         forwarders = [_Forwarder(ip, p) for p in (RAY_PORTS["dashboard"], RAY_PORTS["agent"], SERVE_PORT)]
         for f in forwarders:
@@ -142,8 +165,7 @@ class RealRayHeadRuntime:
             for f in self.forwarders.pop(ip):
                 await f.close()
         if self.started:
-            with contextlib.suppress(Exception):
-                await self._ray("stop", "--force", timeout=60)
+            await self._stop_head()
             self.started = False
         shutil.rmtree(self.tmp, ignore_errors=True)
 
