@@ -138,7 +138,8 @@ async def start_operator(
                 graceful_shutdown_timeout=5.0,
             ),
         )
-        setup_raycluster(mgr)
+        if options.pop("raycluster", True):
+            setup_raycluster(mgr)
         rs = setup_rayservice(
             mgr,
             head_check_period=options.pop("head_check_period", 0.3),

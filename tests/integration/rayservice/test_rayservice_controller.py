@@ -12,7 +12,8 @@ from controllers.rayservice.cluster import DELETION_DEADLINE_ANNOTATION_KEY
 from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
 from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import EVENTS, PODS, SERVICES
-from kuberay_py.controller import Request
+from kuberay_py.controller import Request, Result
+from kuberay_py.metrics import registry
 
 from .conftest import eventually, mark_pods_ready, put_endpoint_slice, rayservice_manifest, stop_operator
 
@@ -424,3 +425,41 @@ async def test_excluded_head_is_never_probed_and_stays_false(
     head = await k8s.list(PODS, namespace, label_selector=f"ray.io/cluster={cluster},ray.io/node-type=head")
     assert head["items"][0]["metadata"]["labels"]["ray.io/serve"] == "false"
     assert fake_ray.healthz_calls == 0
+
+
+async def test_a_missing_head_pod_is_a_normal_state(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    """KubeRay #4686: no head Pod must not turn into an error loop (here no RayCluster controller runs)."""
+    op = await start_operator(raycluster=False)
+    await k8s.create(RAYSERVICES, rayservice_manifest(fake_ray, "rs"), namespace)
+
+    async def cluster_created() -> str:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        name = ((s.get("status") or {}).get("pendingServiceStatus") or {}).get("rayClusterName")
+        if not name:
+            return ""
+        await k8s.get(RAYCLUSTERS, name, namespace)
+        return str(name)
+
+    await eventually(cluster_created, what="the RayCluster")
+    errors = counter("controller_runtime_reconcile_errors_total", controller="rayservice")
+
+    async def settled() -> Result | None:
+        result = await op.rayservice.reconciler.reconcile(Request(namespace, "rs"))
+        return result if result.requeue_after == 300.0 else None
+
+    result = await eventually(settled, what="a reconcile that waits for watches")
+    assert result.requeue_after == 300.0  # no 2 s loop while the head is missing
+    assert counter("controller_runtime_reconcile_errors_total", controller="rayservice") == errors
+    cur = await k8s.get(RAYSERVICES, "rs", namespace)
+    assert cond(cur, "Ready")["reason"] == "Initializing"
+
+
+def counter(name: str, **labels: str) -> float:
+    total = 0.0
+    for metric in registry.collect():
+        for sample in metric.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                total += sample.value
+    return total
