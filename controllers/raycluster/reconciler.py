@@ -170,7 +170,8 @@ class RayClusterReconciler:
     def _coalesce_delay(
         self, key: str, old: dict[str, Any] | None, new: dict[str, Any], *, urgent: bool
     ) -> float | None:
-        """Seconds to hold back a status write that only moves counters or head details, else None.
+        """Seconds to hold back a status write that only moves counters, head details or condition
+        reasons/messages, else None.
 
         Workers turning Ready one by one would otherwise cost one write each; state, reason,
         conditions (HeadPodReady, Provisioned, …), desired counts and generation changes are always
@@ -180,9 +181,17 @@ class RayClusterReconciler:
         if urgent or window <= 0 or not status_differs(old, new):
             self._deferred.pop(key, None)
             return None
-        counters = ("readyWorkerReplicas", "availableWorkerReplicas", "head", "endpoints")
-        strip_old = {k: v for k, v in (old or {}).items() if k not in counters}
-        strip_new = {k: v for k, v in new.items() if k not in counters}
+        soft = ("readyWorkerReplicas", "availableWorkerReplicas", "head", "endpoints", "conditions")
+
+        def hard(status: dict[str, Any]) -> dict[str, Any]:
+            out = {k: v for k, v in status.items() if k not in soft}
+            # A condition flipping status is urgent; a new reason or message alone is not.
+            out["conditions"] = sorted(
+                (c.get("type"), c.get("status")) for c in status.get("conditions") or []
+            )
+            return out
+
+        strip_old, strip_new = hard(old or {}), hard(new)
         if status_differs(strip_old, strip_new):
             self._deferred.pop(key, None)
             return None

@@ -189,11 +189,6 @@ async def test_worker_group_suspend(operator: Operator, rc_client: Client, rc_na
     await eventually(lambda: _count(worker_pods(rc_client, ns, name), 3), "group resumed")
 
 
-@pytest.mark.xfail(
-    reason="the built-in API server rejects a headless Service without ports (kube-apiserver allows it; "
-    "KubeRay's headless worker Service has none)",
-    strict=False,
-)
 async def test_multi_host_worker_group(operator: Operator, rc_client: Client, rc_namespace: str) -> None:
     ns, name = rc_namespace, "raycluster-multihost"
     body = sample_cluster(name, ns, replicas=2, max_replicas=4)
