@@ -18,7 +18,7 @@ import copy
 from typing import Any
 
 from controllers import constants as c
-from controllers.api.validation import validate_rayservice
+from controllers.api.validation import parse_initializing_timeout, validate_rayservice
 from controllers.ray import metrics as ray_metrics
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import HeadProxyHealthChecker
@@ -49,6 +49,8 @@ from controllers.rayservice.serve import ServeConfigCache
 from controllers.rayservice.serving_phases import ServingPhases, _ServeResult
 from controllers.rayservice.status import (
     calculate_conditions,
+    initializing_deadline_passed,
+    is_initializing_timeout,
     rfc3339,
     set_condition,
     status_differs,
@@ -109,6 +111,10 @@ class RayServiceReconciler(ClusterPhases, ServingPhases):
             return await self._invalid(svc, key, status, errors, generation)
 
         requeue = RequeueTimer()
+        if is_initializing_timeout(status):
+            # Terminal (KubeRay): only the clean-up of the clusters it no longer names goes on.
+            await self._clean_up_dangling_clusters(svc, status, requeue)
+            return await self._write_and_requeue(svc, key, status, requeue)
         await self._clean_up_dangling_clusters(svc, status, requeue)
         self.serve_configs.retain(key, set(_cluster_names(status)))
 
@@ -159,6 +165,8 @@ class RayServiceReconciler(ClusterPhases, ServingPhases):
         _put_cluster_status(status, "pendingServiceStatus", pending if prepare_name is None else None)
         self._count_endpoints(svc, status)
         calculate_conditions(status, generation=generation, now=self.clock.utcnow())
+        if self._initializing_timed_out(svc, key, status, generation, requeue):
+            prepare_name = None
         try:
             svc = await self._write_status(svc, key, status)
         except Conflict:
@@ -178,6 +186,51 @@ class RayServiceReconciler(ClusterPhases, ServingPhases):
         return Result(requeue_after=requeue.delay)
 
     # -- phases ---------------------------------------------------------------------------------
+    def _initializing_timed_out(
+        self, svc: dict[str, Any], key: str, status: dict[str, Any], generation: int, requeue: RequeueTimer
+    ) -> bool:
+        """``ray.io/initializing-timeout``: fail for good if never Ready in time, else wake at the end."""
+        value = (svc["metadata"].get("annotations") or {}).get(
+            c.RAYSERVICE_INITIALIZING_TIMEOUT_ANNOTATION_KEY
+        )
+        if not value:
+            return False
+        try:
+            timeout = parse_initializing_timeout(value)
+        except ValueError:
+            return False  # validation reports it
+        now = self.clock.utcnow()
+        left = initializing_deadline_passed(status, timeout, now)
+        if left is None:
+            return False
+        if left > 0:
+            requeue.at(left)
+            return False
+        message = f"RayService failed to become ready within the configured timeout of {value}"
+        status["activeServiceStatus"] = {}
+        status["pendingServiceStatus"] = {}
+        set_condition(
+            status.setdefault("conditions", []),
+            c.COND_RAYSERVICE_READY,
+            "False",
+            c.REASON_INITIALIZING_TIMEOUT,
+            message,
+            observed_generation=generation,
+            now=now,
+        )
+        self._warn(svc, key, c.EVENT_RAYSERVICE_INITIALIZING_TIMEOUT, message)
+        requeue.at(self.options.serve_poll_interval)  # the clean-up of its clusters starts next
+        return True
+
+    async def _write_and_requeue(
+        self, svc: dict[str, Any], key: str, status: dict[str, Any], requeue: RequeueTimer
+    ) -> Result:
+        try:
+            await self._write_status(svc, key, status)
+        except Conflict:
+            return Result(requeue=True)
+        return Result(requeue_after=requeue.delay)
+
     def _validate(self, svc: dict[str, Any], key: str) -> list[Any]:
         """Semantic validation, memoised per (uid, generation, annotations): reconciles stay cheap."""
         meta = svc["metadata"]

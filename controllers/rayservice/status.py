@@ -18,7 +18,9 @@ from controllers import constants as c
 __all__ = [
     "calculate_conditions",
     "find_condition",
+    "initializing_deadline_passed",
     "is_condition_true",
+    "is_initializing_timeout",
     "ready_endpoint_pod_uids",
     "rfc3339",
     "set_condition",
@@ -168,3 +170,29 @@ def _comparable(status: dict[str, Any] | None) -> dict[str, Any]:
 def status_differs(old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:
     """Whether a status write is due: anything but lastUpdateTime and the copied cluster status."""
     return _comparable(old) != _comparable(new)
+
+
+def initializing_deadline_passed(status: dict[str, Any], timeout_s: float, now: datetime) -> float | None:
+    """KubeRay's initializing timeout: seconds left while ``Ready`` is False/Initializing.
+
+    Returns None when the check does not apply (Ready is not Initializing), a value <= 0 once the
+    RayService has been initializing for ``timeout_s`` or longer.
+    """
+    ready = find_condition(status.get("conditions"), c.COND_RAYSERVICE_READY)
+    if ready is None or ready.get("status") != "False" or ready.get("reason") != c.REASON_INITIALIZING:
+        return None
+    try:
+        since = datetime.fromisoformat(str(ready.get("lastTransitionTime")).replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return timeout_s - (now - since).total_seconds()
+
+
+def is_initializing_timeout(status: dict[str, Any]) -> bool:
+    """A terminal state: the user must recreate the RayService (KubeRay's rule)."""
+    ready = find_condition(status.get("conditions"), c.COND_RAYSERVICE_READY)
+    return (
+        ready is not None
+        and ready.get("status") == "False"
+        and ready.get("reason") == c.REASON_INITIALIZING_TIMEOUT
+    )

@@ -463,3 +463,30 @@ def counter(name: str, **labels: str) -> float:
             if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
                 total += sample.value
     return total
+
+
+async def test_initializing_timeout_is_terminal_and_cleans_up(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator(raycluster=False)  # no Pods ever: the RayService cannot become Ready
+    body = rayservice_manifest(fake_ray, "rs")
+    body["metadata"]["annotations"] = {c.RAYSERVICE_INITIALIZING_TIMEOUT_ANNOTATION_KEY: "1"}
+    body["spec"]["rayClusterDeletionDelaySeconds"] = 0
+    await k8s.create(RAYSERVICES, body, namespace)
+
+    async def timed_out() -> dict[str, Any] | None:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        return s if cond(s, "Ready").get("reason") == "InitializingTimeout" else None
+
+    svc = await eventually(timed_out, what="InitializingTimeout")
+    assert cond(svc, "Ready")["status"] == "False"
+    assert not (svc["status"].get("activeServiceStatus") or {}).get("rayClusterName")
+    assert not (svc["status"].get("pendingServiceStatus") or {}).get("rayClusterName")
+
+    async def clusters_deleted() -> bool:
+        items = (await k8s.list(RAYCLUSTERS, namespace))["items"]
+        return all(cl["metadata"].get("deletionTimestamp") for cl in items)
+
+    await eventually(clusters_deleted, what="its clusters deleted")
+    reasons = [e["reason"] for e in await events_for(k8s, namespace, "rs")]
+    assert reasons.count("RayServiceInitializingTimeout") == 1
