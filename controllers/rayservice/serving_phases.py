@@ -212,9 +212,15 @@ class ServingPhases(PhaseBase):
             return existing
         body = copy.deepcopy(existing)
         new_spec = copy.deepcopy(desired["spec"])
-        for immutable in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy"):
-            if immutable in (existing.get("spec") or {}):
-                new_spec[immutable] = existing["spec"][immutable]
+        old_spec = existing.get("spec") or {}
+        for kept in ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "healthCheckNodePort"):
+            if kept in old_spec:
+                new_spec[kept] = old_spec[kept]
+        # Re-pointing must not move a LoadBalancer/NodePort Service to new node ports.
+        node_ports = {p.get("name"): p["nodePort"] for p in old_spec.get("ports") or [] if p.get("nodePort")}
+        for port in new_spec.get("ports") or []:
+            if port.get("name") in node_ports and new_spec.get("type") in ("NodePort", "LoadBalancer"):
+                port.setdefault("nodePort", node_ports[port["name"]])
         body["spec"] = new_spec
         try:
             updated: dict[str, Any] = await self.client.update(SERVICES, body)

@@ -490,3 +490,48 @@ async def test_initializing_timeout_is_terminal_and_cleans_up(
     await eventually(clusters_deleted, what="its clusters deleted")
     reasons = [e["reason"] for e in await events_for(k8s, namespace, "rs")]
     assert reasons.count("RayServiceInitializingTimeout") == 1
+
+
+async def test_repointing_a_nodeport_serve_service_keeps_its_node_port(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator()
+    body = rayservice_manifest(fake_ray, "rs")
+    body["spec"]["serveService"] = {"metadata": {"name": "rs-public"}, "spec": {"type": "NodePort"}}
+    await k8s.create(RAYSERVICES, body, namespace)
+
+    async def pending_cluster() -> str:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        return str(((s.get("status") or {}).get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+
+    first = await eventually(pending_cluster, what="a first cluster")
+
+    async def pods_ready(cluster: str) -> list[dict[str, Any]]:
+        pods = await mark_pods_ready(k8s, namespace, cluster)
+        return pods if len(pods) == 2 else []
+
+    await eventually(lambda: pods_ready(first), what="Pods")
+    svc = await eventually(lambda: k8s.get(SERVICES, "rs-public", namespace), what="the serve Service")
+    if not svc["spec"]["ports"][0].get("nodePort"):  # the built-in API server allocates none
+        svc["spec"]["ports"][0]["nodePort"] = 30080
+        svc = await k8s.update(SERVICES, svc)
+    node_port = svc["spec"]["ports"][0]["nodePort"]
+
+    rs = await k8s.get(RAYSERVICES, "rs", namespace)
+    rs["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
+    await k8s.update(RAYSERVICES, rs)
+
+    async def second_cluster() -> str:
+        name = await pending_cluster()
+        return name if name and name != first else ""
+
+    second = await eventually(second_cluster, what="the upgrade's cluster")
+    await eventually(lambda: pods_ready(second), what="the new Pods")
+
+    async def repointed() -> dict[str, Any] | None:
+        cur = await k8s.get(SERVICES, "rs-public", namespace)
+        return cur if cur["spec"]["selector"]["ray.io/cluster"] == second else None
+
+    cur = await eventually(repointed, what="the serve Service re-pointed")
+    assert cur["spec"]["type"] == "NodePort"
+    assert cur["spec"]["ports"][0]["nodePort"] == node_port
