@@ -64,6 +64,16 @@ class RayPodRuntime:
         if not cluster.nodes and self.clusters.get(key) is cluster:
             del self.clusters[key]
 
+    async def drain(self, pod: dict[str, Any], ip: str) -> None:
+        """Graceful deletion of a worker Pod: drain its Ray node (the kubelet bounds the wait)."""
+        entry = self._pods.get(pod.get("metadata", {}).get("uid", ""))
+        if entry is None:
+            return
+        key, node_id = entry
+        cluster = self.clusters.get(key)
+        if cluster is not None:
+            await cluster.drain_node(node_id)
+
     def cluster(self, namespace: str, name: str) -> RayClusterSim:
         try:
             return self.clusters[(namespace, name)]

@@ -125,6 +125,7 @@ class ServeController:
         self.http_options: dict[str, Any] = {}
         self.grpc_options: dict[str, Any] = {}
         self.proxies: dict[str, tuple[str, float]] = {}  # node_id -> (status, draining since)
+        self.draining: set[str] = set()  # nodes being drained (their Pod is terminating)
         self._rand = random.Random(seed)
         self._seq = itertools.count()
 
@@ -140,6 +141,7 @@ class ServeController:
         """The node died: its replicas die with it (Serve recreates them elsewhere)."""
         self.nodes.pop(node_id, None)
         self.proxies.pop(node_id, None)
+        self.draining.discard(node_id)
         for app in self.apps.values():
             for dep in app.deployments.values():
                 dep.replicas = [r for r in dep.replicas if r.node_id != node_id]
@@ -148,6 +150,7 @@ class ServeController:
         """The head (and with it GCS and the Serve controller) is gone: Serve's state is lost."""
         self.apps.clear()
         self.proxies.clear()
+        self.draining.clear()
         self.started = False
         self.http_options = {}
 
@@ -319,6 +322,10 @@ class ServeController:
 
     def _reconcile_deployment(self, app: App, dep: Deployment, now: float, wall: float) -> list[float]:
         deadlines: list[float] = []
+        # Replicas on a draining node (PENDING_MIGRATION in Ray) keep serving until replacements
+        # elsewhere run, then stop.
+        migrating = [r for r in dep.replicas if r.node_id in self.draining]
+        dep.replicas = [r for r in dep.replicas if r.node_id not in self.draining]
         current = [r for r in dep.replicas if r.version == dep.version]
         old = sorted(
             (r for r in dep.replicas if r.version != dep.version),
@@ -355,7 +362,8 @@ class ServeController:
         for r in current:
             if r.node_id is None:
                 views = self._node_views(dep)
-                r.node_id = choose_node(list(views.values()), dep.num_cpus, dep.max_per_node)
+                candidates = [v for nid, v in views.items() if nid not in self.draining]
+                r.node_id = choose_node(candidates, dep.num_cpus, dep.max_per_node)
                 if r.node_id is not None:
                     r.placed_at = now
                     r.pid = self._rand.randint(1000, 60000)
@@ -366,6 +374,8 @@ class ServeController:
                 else:
                     deadlines.append(due)
         running_new = sum(1 for r in current if r.state == "RUNNING")
+        keep = max(0, dep.target - running_new - sum(1 for r in old if r.state == "RUNNING"))
+        dep.replicas += [r for r in migrating if r.state == "RUNNING"][:keep]
         unplaced = [r for r in current if r.node_id is None]
         if running_new >= dep.target and not old:
             if not dep.settled:
@@ -419,6 +429,10 @@ class ServeController:
             for nid, n in self.nodes.items()
         }
 
+    def node_drained(self, node_id: str) -> bool:
+        """Nothing runs on the node any more: no replica and no proxy (not even a draining one)."""
+        return node_id not in self.replica_nodes() and node_id not in self.proxies
+
     def replica_nodes(self) -> set[str]:
         return {
             r.node_id
@@ -434,6 +448,7 @@ class ServeController:
             desired.add(self.head.node_id)
             if self.proxy_location == "EveryNode":
                 desired |= self.replica_nodes() & set(self.nodes)
+            desired -= self.draining - {self.head.node_id}  # _update_proxy_nodes drops draining nodes
         deadlines: list[float] = []
         for nid in desired:
             self.proxies[nid] = ("HEALTHY", 0.0)

@@ -21,7 +21,7 @@ from kuberay_py.client import Client, resources
 from kuberay_py.clock import FakeClock
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.sim import Simulator
-from tests.integration.test_simulator import WAIT, wait_for
+from tests.integration.test_simulator import WAIT, wait_for, wait_gone
 
 RAYLET = "wget --tries 1 -T 2 -q -O- http://localhost:52365/api/local_raylet_healthz | grep success"
 GCS = "wget --tries 1 -T 10 -q -O- http://localhost:8265/api/gcs_healthz | grep success"
@@ -240,3 +240,52 @@ async def test_standalone_runner_serves_ray_pods(env: Environment) -> None:
         await asyncio.wait_for(runner, WAIT)
         await env.delete_namespace(ns)
         await client.close()
+
+
+async def test_deleting_a_worker_drains_it_within_its_grace_period(
+    world: tuple[Simulator, RayPodRuntime, FakeClock, Client, str],
+) -> None:
+    _, runtime, clock, client, ns = world
+    pods = ["rc-head", "rc-worker-a", "rc-worker-b"]
+    for name in pods:
+        body = ray_pod(name, "head" if name == "rc-head" else "worker")
+        body["spec"]["terminationGracePeriodSeconds"] = 60  # longer than the drain: the drain ends it
+        await client.create(resources.PODS, body, ns)
+    ips = {}
+    for name in pods:
+        pod = await wait_for(
+            client,
+            resources.PODS,
+            ns,
+            lambda p: bool(p["status"].get("podIP")),
+            field_selector=f"metadata.name={name}",
+        )
+        ips[name] = pod["status"]["podIP"]
+    cluster = runtime.cluster(ns, "rc")
+    async with aiohttp.ClientSession() as http:
+        async with http.put(
+            f"http://{ips['rc-head']}:8265/api/serve/applications/", json=serve_config(1)
+        ) as resp:
+            assert resp.status == 200
+        await clock.advance(3)
+        await cluster.tick()
+        (holder,) = {cluster.controller.nodes[n].pod_name for n in cluster.controller.replica_nodes()}
+        other = next(p for p in pods[1:] if p != holder)
+
+        await client.delete(resources.PODS, holder, ns)
+        async with asyncio.timeout(WAIT):
+            while True:  # the kubelet hands the node to the runtime's drain
+                async with http.get(f"http://{ips[holder]}:9000/-/healthz") as resp:
+                    if resp.status == 503:
+                        assert await resp.text() == "This node is being drained."
+                        break
+                await cluster.tick()
+        pod = await client.get(resources.PODS, holder, ns)
+        assert pod["metadata"].get("deletionTimestamp")  # still terminating while it drains
+        await clock.advance(1)  # the replacement replica starts on the other worker
+        await cluster.tick()
+        assert {cluster.controller.nodes[n].pod_name for n in cluster.controller.replica_nodes()} == {other}
+        async with http.get(f"http://{ips[holder]}:9000/fruit") as resp:
+            assert resp.status == 200  # the draining proxy still forwards
+        await clock.advance(30)  # the proxy's drain window ends (31 s < 60 s grace): the Pod goes
+        await wait_gone(client, resources.PODS, holder, ns)

@@ -413,7 +413,36 @@ class _PodWorker:
             self._start_probes(container)
 
     async def _terminate(self) -> None:
-        """The kubelet's side of graceful deletion: stop the containers, then remove the Pod."""
+        """The kubelet's side of graceful deletion: stop the containers, then remove the Pod.
+
+        A runtime with a ``drain(pod, ip)`` coroutine gets the Pod's grace period
+        (``metadata.deletionGracePeriodSeconds``, else ``spec.terminationGracePeriodSeconds``, else
+        30 s, on the injected clock) to wind down, like SIGTERM before SIGKILL.
+        """
+        for tasks in self.probe_tasks.values():
+            for task in tasks:
+                task.cancel()
+        self.probe_tasks.clear()
+        drain = getattr(self.k.runtime, "drain", None)
+        if drain is not None and self.runtime_started:
+            meta, spec = self.pod.get("metadata") or {}, self.pod.get("spec") or {}
+            grace = meta.get("deletionGracePeriodSeconds")
+            if grace is None:
+                grace = spec.get("terminationGracePeriodSeconds", 30)
+            if grace and grace > 0:
+                draining = asyncio.ensure_future(drain(self.pod, self.ip))
+                deadline = asyncio.ensure_future(self.k.clock.sleep(float(grace)))
+                try:
+                    await asyncio.wait({draining, deadline}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for fut in (draining, deadline):
+                        fut.cancel()
+                if draining.done() and not draining.cancelled() and draining.exception() is not None:
+                    log.warning(
+                        "pod runtime drain failed",
+                        pod=f"{self.namespace}/{self.name}",
+                        error=str(draining.exception()),
+                    )
         await self._stop_everything()
         self.k._terminated.add(self.uid)
         try:

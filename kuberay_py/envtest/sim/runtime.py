@@ -20,3 +20,9 @@ class PodRuntime(Protocol):
 
     async def stop(self, pod: dict[str, Any], ip: str) -> None:
         """The Pod's containers stop; release everything bound to ``ip``."""
+
+
+# A runtime may also define ``async def drain(pod, ip) -> None``: on graceful deletion the kubelet
+# awaits it (cancelling it at the end of the Pod's grace period) before ``stop``, the way a
+# process gets SIGTERM and its grace period before SIGKILL. Liveness restarts and simulator
+# shutdown call ``stop`` directly.

@@ -178,3 +178,30 @@ async def test_a_failed_redeploy_keeps_the_previous_deployments_serving(
     assert "No module named 'fruit_v2'" in app["message"]
     assert app["deployments"]["Fruit"]["status"] == "HEALTHY"
     assert (await get(http, f"http://{HEAD}:8000/fruit"))[0] == 200
+
+
+async def test_draining_a_worker_migrates_its_replica_then_stops_its_proxy(
+    cluster: tuple[RayPodRuntime, FakeClock], http: aiohttp.ClientSession
+) -> None:
+    runtime, clock = cluster
+    await put_to(http, fruit_config(1))
+    await step(runtime, clock, 3.0)
+    (replica,) = replicas(await doc(http))
+    holder = replica["node_ip"]
+    other = W2 if holder == W1 else W1
+    pod = ray_pod("worker-0" if holder == W1 else "worker-1", "worker", "1")
+
+    drain = asyncio.ensure_future(runtime.drain(pod, holder))
+    await step(runtime, clock, 0.0)
+    assert await get(http, f"http://{holder}:8000/-/healthz") == (503, "This node is being drained.")
+    states = {(r["node_ip"], r["state"]) for r in replicas(await doc(http))}
+    assert states == {(holder, "RUNNING"), (other, "STARTING")}  # the old one serves until the new runs
+    assert (await get(http, f"http://{holder}:8000/fruit"))[0] == 200
+
+    await step(runtime, clock, 1.0)
+    assert {(r["node_ip"], r["state"]) for r in replicas(await doc(http))} == {(other, "RUNNING")}
+    assert not drain.done()  # the proxy's drain window is still open
+    await step(runtime, clock, 30.0)
+    await asyncio.wait_for(drain, 5)
+    assert (await get(http, f"http://{holder}:8000/-/healthz"))[0] is None
+    assert (await doc(http))["applications"]["fruit_app"]["status"] == "RUNNING"
