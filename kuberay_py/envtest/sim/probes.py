@@ -106,7 +106,9 @@ async def _http_get(
     if not path.startswith("/"):
         path = "/" + path
     url = f"{scheme}://{host}:{port}{path}"
-    headers = {h["name"]: h.get("value", "") for h in spec.get("httpHeaders") or [] if h.get("name")}
+    # The kubelet's defaults, which user headers may override (prober/http.go).
+    headers = {"User-Agent": "kube-probe/1.31", "Accept": "*/*"}
+    headers.update({h["name"]: h.get("value", "") for h in spec.get("httpHeaders") or [] if h.get("name")})
     try:
         async with asyncio.timeout(timeout):
             async with session.get(url, headers=headers, ssl=False) as resp:
