@@ -28,7 +28,6 @@ from controllers.rayservice.cluster import (
     generate_cluster_name,
     owned_cluster_labels,
 )
-from controllers.rayservice.cluster_phases import ClusterPhases
 from controllers.rayservice.hashing import (
     is_zero_downtime_enabled,
     should_prepare_new_cluster,
@@ -55,6 +54,7 @@ from controllers.rayservice.status import (
     set_condition,
     status_differs,
 )
+from controllers.rayservice.suspend_phase import SuspendPhase
 from kuberay_py.client import Client, Conflict, NotFound
 from kuberay_py.clock import Clock, RealClock
 from kuberay_py.controller import Request, Result
@@ -62,7 +62,7 @@ from kuberay_py.controller import Request, Result
 __all__ = ["COND_SERVE_CONFIG_VALID", "SERVICE_NAME_LABEL", "RayServiceOptions", "RayServiceReconciler"]
 
 
-class RayServiceReconciler(ClusterPhases, ServingPhases):
+class RayServiceReconciler(SuspendPhase, ServingPhases):
     def __init__(
         self,
         client: Client,
@@ -111,6 +111,10 @@ class RayServiceReconciler(ClusterPhases, ServingPhases):
             return await self._invalid(svc, key, status, errors, generation)
 
         requeue = RequeueTimer()
+        if spec.get("suspend"):
+            await self._suspend(svc, status, generation)
+            return await self._write_and_requeue(svc, key, status, requeue)
+        self._resume(status, generation)
         if is_initializing_timeout(status):
             # Terminal (KubeRay): only the clean-up of the clusters it no longer names goes on.
             await self._clean_up_dangling_clusters(svc, status, requeue)

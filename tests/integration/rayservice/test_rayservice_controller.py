@@ -535,3 +535,56 @@ async def test_repointing_a_nodeport_serve_service_keeps_its_node_port(
     cur = await eventually(repointed, what="the serve Service re-pointed")
     assert cur["spec"]["type"] == "NodePort"
     assert cur["spec"]["ports"][0]["nodePort"] == node_port
+
+
+async def test_suspend_tears_down_and_resume_brings_back(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    await start_operator()
+    svc = await bring_up(k8s, namespace, fake_ray)
+    old = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    svc["spec"]["suspend"] = True
+    await k8s.update(RAYSERVICES, svc)
+
+    async def suspended() -> dict[str, Any] | None:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        return s if cond(s, "Suspended").get("status") == "True" else None
+
+    cur = await eventually(suspended, what="Suspended=True")
+    assert cond(cur, "Suspending")["status"] == "False"
+    assert not (cur["status"].get("activeServiceStatus") or {}).get("rayClusterName")
+    assert cur["status"]["numServeEndpoints"] == 0
+    assert cond(cur, "Ready")["status"] == "False"
+    for res, name in ((RAYCLUSTERS, old), (SERVICES, "rs-serve-svc"), (SERVICES, "rs-head-svc")):
+        try:
+            obj = await k8s.get(res, name, namespace)
+        except NotFound:
+            continue
+        assert obj["metadata"].get("deletionTimestamp"), f"{name} still exists"
+
+    cur["spec"]["suspend"] = False
+    await k8s.update(RAYSERVICES, cur)
+
+    async def new_cluster() -> str:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        name = (s["status"].get("pendingServiceStatus") or {}).get("rayClusterName")
+        return str(name) if name and name != old else ""
+
+    new = await eventually(new_cluster, what="a fresh cluster after resume")
+    resumed = await k8s.get(RAYSERVICES, "rs", namespace)
+    assert cond(resumed, "Suspended")["reason"] == "RayServiceResumed"
+
+    async def pods_ready() -> list[dict[str, Any]]:
+        pods = await mark_pods_ready(k8s, namespace, new)
+        return pods if len(pods) == 2 else []
+
+    pods = await eventually(pods_ready, what="the new Pods")
+    await eventually(lambda: k8s.get(SERVICES, "rs-serve-svc", namespace), what="the serve Service again")
+    await put_endpoint_slice(k8s, namespace, "rs-serve-svc", pods, fake_ray.proxy_port)
+
+    async def ready() -> dict[str, Any] | None:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        return s if cond(s, "Ready").get("status") == "True" else None
+
+    back = await eventually(ready, what="Ready again")
+    assert back["status"]["activeServiceStatus"]["rayClusterName"] == new
