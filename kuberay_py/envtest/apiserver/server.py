@@ -19,6 +19,7 @@ from ...clock import Clock
 from .builtin_types import BUILTIN_TYPES
 from .core import ApiCore
 from .crds import CRD_KEY, CrdHooks
+from .events import EventHooks
 from .faults import Fault, FaultInjector, RequestLog
 from .http_api import MAX_BODY, ApiHandler
 from .kinds import NamespaceHooks, PodHooks, SecretHooks, ServiceHooks
@@ -57,6 +58,8 @@ class BuiltinAPIServer:
         self.core.hooks[("", "services")] = ServiceHooks(service_cidr)
         self.core.hooks[("", "namespaces")] = NamespaceHooks(namespace_controller)
         self.core.hooks[("", "secrets")] = SecretHooks()
+        self.core.hooks[("", "events")] = EventHooks()
+        self.core.hooks[("events.k8s.io", "events")] = EventHooks()
         self.core.hooks[CRD_KEY] = CrdHooks()
         ns_rt = reg.get("", "v1", "namespaces")
         assert ns_rt is not None

@@ -185,3 +185,41 @@ async def test_secret_string_data_is_folded_into_data(k8s: Client, namespace: st
     assert "stringData" not in created
     assert base64.b64decode(created["data"]["password"]) == b"hunter2"
     assert created["type"] == "Opaque"
+
+
+async def test_events_k8s_io_validation(k8s: Client, namespace: str) -> None:
+    good = {
+        "apiVersion": "events.k8s.io/v1",
+        "kind": "Event",
+        "metadata": {"name": "ok"},
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "kuberay.io/conformance",
+        "reportingInstance": "i-1",
+        "action": "Reconcile",
+        "reason": "Created",
+        "type": "Normal",
+        "regarding": {"kind": "Pod", "name": "x", "namespace": namespace},
+        "note": "fine",
+    }
+    await k8s.create(r.EVENTS, good, namespace)
+    bad = {**good, "metadata": {"name": "bad"}, "type": "Bogus", "deprecatedSource": {"component": "x"}}
+    del bad["reportingInstance"]
+    with pytest.raises(ApiError) as e:
+        await k8s.create(r.EVENTS, bad, namespace)
+    assert e.value.status == 422
+    fields = {c["field"] for c in (e.value.body or {})["details"]["causes"]}
+    assert {"reportingInstance", "type", "source"} <= fields
+
+
+async def test_core_event_namespace_must_match_involved_object(k8s: Client, namespace: str) -> None:
+    ev = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": "mismatch"},
+        "involvedObject": {"kind": "Pod", "name": "x", "namespace": "elsewhere"},
+        "reason": "R",
+        "message": "m",
+    }
+    with pytest.raises(ApiError) as e:
+        await k8s.create(r.CORE_EVENTS, ev, namespace)
+    assert e.value.status == 422 and "involvedObject.namespace" in e.value.message

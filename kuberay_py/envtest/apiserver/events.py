@@ -1,0 +1,137 @@
+"""Event validation as kube-apiserver applies it (``pkg/apis/core/validation/events.go``).
+
+Event recorders are easy to get subtly wrong (a missing ``reportingInstance``, a ``source`` on an
+events.k8s.io/v1 Event); a real server rejects those with a 422, so the built-in one does too.
+Errors name the internal field paths kube-apiserver reports (``involvedObject``, ``message``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .core import ApiCore, Obj
+from .errors import Cause
+from .registry import ResourceType
+from .validation import invalid, name_problems, required
+
+__all__ = ["EventHooks"]
+
+_LIMIT = 128
+_NOTE_LIMIT = 1024
+_QUALIFIED = re.compile(
+    r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
+    r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$"
+)
+
+
+def _internal(obj: Obj, new_api: bool) -> dict[str, Any]:
+    """The fields of the internal Event type, whichever API version the object came through."""
+    if new_api:
+        return {
+            "namespace": obj["metadata"].get("namespace", ""),
+            "involvedObject": obj.get("regarding") or {},
+            "message": obj.get("note") or "",
+            "source": obj.get("deprecatedSource") or {},
+            "firstTimestamp": obj.get("deprecatedFirstTimestamp"),
+            "lastTimestamp": obj.get("deprecatedLastTimestamp"),
+            "count": obj.get("deprecatedCount") or 0,
+            "reportingController": obj.get("reportingController") or "",
+            "reportingInstance": obj.get("reportingInstance") or "",
+            "action": obj.get("action") or "",
+            "reason": obj.get("reason") or "",
+            "type": obj.get("type") or "",
+            "eventTime": obj.get("eventTime"),
+            "series": obj.get("series"),
+        }
+    return {
+        "namespace": obj["metadata"].get("namespace", ""),
+        "involvedObject": obj.get("involvedObject") or {},
+        "message": obj.get("message") or "",
+        "reportingController": obj.get("reportingComponent") or "",
+        "reportingInstance": obj.get("reportingInstance") or "",
+        "action": obj.get("action") or "",
+        "reason": obj.get("reason") or "",
+        "eventTime": obj.get("eventTime"),
+    }
+
+
+def _legacy(ev: dict[str, Any], controller_field: str) -> list[Cause]:
+    causes: list[Cause] = []
+    ns = ev["namespace"]
+    involved_ns = (ev["involvedObject"] or {}).get("namespace") or ""
+    if not ev.get("eventTime"):
+        if not involved_ns:
+            if ns not in ("", "default"):
+                causes.append(
+                    invalid("involvedObject.namespace", involved_ns, "does not match event.namespace")
+                )
+        elif ns != involved_ns:
+            causes.append(invalid("involvedObject.namespace", involved_ns, "does not match event.namespace"))
+    else:
+        if not involved_ns and ns not in ("default", "kube-system"):
+            causes.append(invalid("involvedObject.namespace", involved_ns, "does not match event.namespace"))
+        controller = ev["reportingController"]
+        if not controller:
+            causes.append(required(controller_field))
+        elif not _QUALIFIED.match(controller):
+            causes.append(
+                invalid(
+                    controller_field,
+                    controller,
+                    "name part must consist of alphanumeric "
+                    "characters, '-', '_' or '.', and must start and end with an alphanumeric "
+                    "character",
+                )
+            )
+        for fld in ("reportingInstance", "action", "reason"):
+            if not ev[fld]:
+                causes.append(required(fld))
+            elif len(ev[fld]) > _LIMIT:
+                causes.append(invalid(fld, "", f"can have at most {_LIMIT} characters"))
+        if len(ev["message"]) > _NOTE_LIMIT:
+            causes.append(invalid("message", "", f"can have at most {_NOTE_LIMIT} characters"))
+    causes.extend(invalid("namespace", ns, m) for m in name_problems(ns, "subdomain") if ns)
+    return causes
+
+
+def _strict(ev: dict[str, Any]) -> list[Cause]:
+    causes: list[Cause] = []
+    series = ev.get("series")
+    if isinstance(series, dict):
+        if int(series.get("count") or 0) < 2:
+            causes.append(invalid("series.count", "", "should be at least 2"))
+        if not series.get("lastObservedTime"):
+            causes.append(required("series.lastObservedTime"))
+    if not ev.get("eventTime"):
+        causes.append(required("eventTime"))
+    if ev["type"] not in ("Normal", "Warning"):
+        causes.append(invalid("type", "", f"has invalid value: {ev['type']}"))
+    for fld in ("firstTimestamp", "lastTimestamp"):
+        if ev.get(fld):
+            causes.append(invalid(fld, "", "needs to be unset"))
+    if ev.get("count"):
+        causes.append(invalid("count", "", "needs to be unset"))
+    if (ev.get("source") or {}).get("component") or (ev.get("source") or {}).get("host"):
+        causes.append(invalid("source", "", "needs to be unset"))
+    return causes
+
+
+class EventHooks:
+    def prepare_create(self, core: ApiCore, rt: ResourceType, obj: Obj) -> list[Cause]:
+        new_api = rt.group == "events.k8s.io"
+        ev = _internal(obj, new_api)
+        causes = _legacy(ev, "reportingController" if new_api else "reportingComponent")
+        return causes + _strict(ev) if new_api else causes
+
+    def prepare_update(
+        self, core: ApiCore, rt: ResourceType, old: Obj, new: Obj, subresource: str | None
+    ) -> list[Cause]:
+        new_api = rt.group == "events.k8s.io"
+        return _legacy(_internal(new, new_api), "reportingController" if new_api else "reportingComponent")
+
+    def after_write(self, core: ApiCore, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+        return None
+
+    def after_delete(self, core: ApiCore, rt: ResourceType, obj: Obj) -> None:
+        return None
