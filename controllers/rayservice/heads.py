@@ -18,6 +18,7 @@ from kuberay_py.client.resources import PODS, Resource
 
 __all__ = [
     "CacheReader",
+    "auth_token_source",
     "dashboard_port",
     "head_pod",
     "head_target",
@@ -135,3 +136,22 @@ def owning_rayservice(cache: CacheReader, namespace: str, cluster_name: str) -> 
         return None
     name = labels.get(c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY)
     return str(name) if name else None
+
+
+def auth_token_source(pod: dict[str, Any]) -> tuple[str, str, str] | None:
+    """Where the head's Ray token comes from when the Ray container runs with ``RAY_AUTH_MODE=token``.
+
+    ``("value", token, "")`` for a literal ``RAY_AUTH_TOKEN``, ``("secret", name, key)`` for a
+    ``secretKeyRef``; None when token auth is off. The dashboard then wants
+    ``x-ray-authorization: Bearer <token>``.
+    """
+    env = {e.get("name"): e for e in ray_container(pod).get("env") or [] if isinstance(e, dict)}
+    if str((env.get("RAY_AUTH_MODE") or {}).get("value", "")).lower() != "token":
+        return None
+    token = env.get("RAY_AUTH_TOKEN") or {}
+    if token.get("value"):
+        return ("value", str(token["value"]), "")
+    ref = (token.get("valueFrom") or {}).get("secretKeyRef") or {}
+    if ref.get("name") and ref.get("key"):
+        return ("secret", str(ref["name"]), str(ref["key"]))
+    return None

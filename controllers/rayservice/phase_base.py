@@ -56,6 +56,7 @@ class PhaseBase:
     serve_configs: ServeConfigCache
     _warned: dict[tuple[str, str], str]
     _rejected: dict[tuple[str, str], str]
+    _tokens: dict[str, str]  # head Pod uid -> Ray auth token
 
     def _warn(self, svc: dict[str, Any], key: str, reason: str, message: str) -> None:
         """A Warning event, once per distinct message (never one per reconcile)."""

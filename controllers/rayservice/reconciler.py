@@ -85,6 +85,7 @@ class RayServiceReconciler(SuspendPhase, ServingPhases):
         self._written: dict[str, tuple[str, dict[str, Any]]] = {}  # key -> (resourceVersion, status)
         self._warned: dict[tuple[str, str], str] = {}  # (key, reason) -> last message (no event spam)
         self._rejected: dict[tuple[str, str], str] = {}  # (key, cluster) -> config Ray answered 4xx to
+        self._tokens: dict[str, str] = {}  # head Pod uid -> Ray auth token
         self._valid: dict[str, tuple[Any, list[Any]]] = {}  # key -> (what was validated, errors)
 
     # ------------------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import copy
 from dataclasses import dataclass
 from typing import Any
@@ -29,7 +30,7 @@ from controllers.rayservice.status import (
     set_condition,
 )
 from kuberay_py.client import AlreadyExists, NotFound
-from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SERVICES
+from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SECRETS, SERVICES
 
 __all__ = ["ServingPhases"]
 
@@ -89,7 +90,19 @@ class ServingPhases(PhaseBase):
             return _ServeResult()  # the head Pod's status change wakes us up
         ip = (pod.get("status") or {}).get("podIP")
         host = f"[{ip}]" if ip and ":" in ip else ip
-        dashboard = self.dashboards.client(f"http://{host}:{heads.dashboard_port(pod, cluster)}")
+        try:
+            token = await self._auth_token(pod)
+        except (NotFound, ValueError) as exc:
+            self._warn(
+                svc,
+                key,
+                "FailedToGetRayAuthToken",
+                f"Cannot read the Ray auth token of {cluster_name}: {exc}",
+            )
+            return _ServeResult()  # the Secret's creation does not wake us; the slow refresh will
+        dashboard = self.dashboards.client(
+            f"http://{host}:{heads.dashboard_port(pod, cluster)}", auth_token=token
+        )
         try:
             details = await dashboard.get_serve_details()
         except DashboardError as exc:
@@ -160,6 +173,28 @@ class ServingPhases(PhaseBase):
             f"Updated serve applications to the RayCluster {ref}",
         )
         return True
+
+    async def _auth_token(self, pod: dict[str, Any]) -> str | None:
+        """The head's Ray auth token (literal env or Secret), read once per head Pod."""
+        source = heads.auth_token_source(pod)
+        if source is None:
+            return None
+        kind, value, key = source
+        if kind == "value":
+            return value
+        uid = pod["metadata"]["uid"]
+        cached = self._tokens.get(uid)
+        if cached is not None:
+            return cached
+        secret = await self.client.get(SECRETS, value, pod["metadata"]["namespace"])
+        encoded = (secret.get("data") or {}).get(key)
+        if encoded is None:
+            raise ValueError(f"Secret {value} has no key {key!r}")
+        token = base64.b64decode(encoded).decode().strip()
+        if len(self._tokens) > 10000:
+            self._tokens.clear()
+        self._tokens[uid] = token
+        return token
 
     def _ready_serve_pods(self, cluster: dict[str, Any]) -> int:
         """Pods of a cluster the serve Service would select and route to: serve=true and Ready."""

@@ -169,3 +169,16 @@ async def test_unhealthy_head_proxy_is_removed_from_the_serve_service(scenario: 
     sc.runtime.faults(sc.namespace, head).proxy_unhealthy = False
     await eventually(lambda: label("true"), what="head label true again")
     await wait_ready(sc, "rs", endpoints=4)
+
+
+async def test_ray_token_auth_end_to_end(scenario: Scenario) -> None:
+    """Ray started with RAY_AUTH_MODE=token: the dashboard answers only with x-ray-authorization."""
+    sc = scenario
+    svc = three_worker_service(3)
+    env = [{"name": "RAY_AUTH_MODE", "value": "token"}, {"name": "RAY_AUTH_TOKEN", "value": "tok-123"}]
+    spec = svc["spec"]["rayClusterConfig"]
+    spec["headGroupSpec"]["template"]["spec"]["containers"][0]["env"] = env
+    spec["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["env"] = env
+    await sc.client.create(RAYSERVICES, svc, sc.namespace)
+    ready = await wait_ready(sc, "rs", endpoints=4)
+    assert ready["status"]["activeServiceStatus"]["applicationStatuses"]["fruit_app"]["status"] == "RUNNING"

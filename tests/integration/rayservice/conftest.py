@@ -50,10 +50,24 @@ class FakeRay:
     hang_gets: bool = False
     gets: int = 0
     healthz_calls: int = 0
+    required_token: str | None = None
+    unauthorized: int = 0
+
+    def denied(self, request: web.Request) -> web.Response | None:
+        if (
+            self.required_token
+            and request.headers.get("x-ray-authorization") != f"Bearer {self.required_token}"
+        ):
+            self.unauthorized += 1
+            return web.Response(status=401, text="Unauthorized")
+        return None
+
     release: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def serve_get(self, request: web.Request) -> web.Response:
         self.gets += 1
+        if (denied := self.denied(request)) is not None:
+            return denied
         if self.hang_gets:
             await self.release.wait()
         apps = {
@@ -70,6 +84,8 @@ class FakeRay:
         return web.json_response({"controller_info": {}, "proxies": {}, "applications": apps})
 
     async def serve_put(self, request: web.Request) -> web.Response:
+        if (denied := self.denied(request)) is not None:
+            return denied
         body = await request.json()
         if self.put_status != 200:
             return web.Response(status=self.put_status, text=self.put_body)

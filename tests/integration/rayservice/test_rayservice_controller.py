@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import yaml
@@ -11,7 +12,7 @@ from controllers.ray import metrics as ray_metrics
 from controllers.rayservice.cluster import DELETION_DEADLINE_ANNOTATION_KEY
 from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
 from kuberay_py.client import Client, NotFound
-from kuberay_py.client.resources import EVENTS, PODS, SERVICES
+from kuberay_py.client.resources import EVENTS, PODS, SECRETS, SERVICES
 from kuberay_py.controller import Request, Result
 from kuberay_py.metrics import registry
 
@@ -588,3 +589,45 @@ async def test_suspend_tears_down_and_resume_brings_back(
 
     back = await eventually(ready, what="Ready again")
     assert back["status"]["activeServiceStatus"]["rayClusterName"] == new
+
+
+async def test_ray_token_auth_from_a_secret(start_operator, fake_ray, k8s: Client, namespace: str) -> None:
+    fake_ray.required_token = "s3cret-token"
+    await k8s.create(
+        SECRETS,
+        {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": "ray-token"},
+            "data": {"auth_token": base64.b64encode(b"s3cret-token").decode()},
+        },
+        namespace,
+    )
+    await start_operator()
+    body = rayservice_manifest(fake_ray, "rs")
+    env = [
+        {"name": "RAY_AUTH_MODE", "value": "token"},
+        {"name": "RAY_AUTH_TOKEN", "valueFrom": {"secretKeyRef": {"name": "ray-token", "key": "auth_token"}}},
+    ]
+    spec = body["spec"]["rayClusterConfig"]
+    spec["headGroupSpec"]["template"]["spec"]["containers"][0]["env"] = env
+    spec["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["env"] = env
+    await k8s.create(RAYSERVICES, body, namespace)
+
+    async def pending_cluster() -> str:
+        s = await k8s.get(RAYSERVICES, "rs", namespace)
+        return str(((s.get("status") or {}).get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+
+    cluster = await eventually(pending_cluster, what="a cluster")
+
+    async def pods_ready() -> list[dict[str, Any]]:
+        pods = await mark_pods_ready(k8s, namespace, cluster)
+        return pods if len(pods) == 2 else []
+
+    await eventually(pods_ready, what="Pods")
+    await eventually(lambda: _submitted(fake_ray), what="the config accepted with the token")
+    assert fake_ray.unauthorized == 0
+
+
+async def _submitted(fake: Any) -> bool:
+    return bool(fake.puts)
