@@ -165,6 +165,9 @@ class GarbageCollector:
 
         task = asyncio.get_running_loop().create_task(rediscover())
         try:
+            # Owners are looked up in the graph first and only then with a GET: let every informer
+            # list once, or a start-up with many objects would GET each one's owner.
+            await self.cache.wait_for_cache_sync()
             delay = 0.0
             while True:
                 await self._wake.wait()
