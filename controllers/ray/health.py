@@ -253,7 +253,12 @@ class HeadProxyHealthChecker:
     async def run_round(self) -> None:
         """Start one round: a check of every current target (not awaited; reconciles never wait)."""
         assert self._targets is not None
-        targets = list(self._targets())
+        try:
+            targets = list(self._targets())
+        except Exception:  # e.g. caches not synced yet: skip this round, keep every result
+            log.warning("cannot list head proxy check targets; skipping this round", exc_info=True)
+            self.rounds += 1
+            return
         metrics.HEALTH_CHECK_TARGETS.set(len(targets))
         self._prune({t.pod_uid for t in targets})
         for target in targets:

@@ -231,3 +231,28 @@ def test_rejects_bad_settings() -> None:
         HeadProxyHealthChecker(max_concurrency=0)
     with pytest.raises(ValueError, match="period"):
         HeadProxyHealthChecker(period=0)
+
+
+async def test_a_failing_targets_callable_skips_the_round(http_server, checker_factory, wait_until) -> None:
+    server = await http_server(await respond(200))
+    clock = FakeClock()
+    calls = {"n": 0}
+
+    def targets() -> list[HeadTarget]:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("cache not synced")
+        return [target(server)]
+
+    checker = checker_factory(clock=clock, period=1.0, targets=targets)
+    runner = asyncio.create_task(checker.run())
+    try:
+        await wait_until(lambda: checker.rounds >= 1)
+        assert server.requests == []
+        await clock.advance(1.0)
+        await wait_until(lambda: checker.rounds >= 2)
+        await checker.wait_idle()
+        assert len(server.requests) == 1
+    finally:
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
