@@ -8,7 +8,9 @@ Probe injection is off (``ENABLE_PROBES_INJECTION=false``): the simulator runs n
 Pods turn Ready as soon as they run; what is measured is the operator, not Ray start-up.
 
 Reported (final JSON line):
-* ``wall_s_c1`` / ``wall_s_c10``: create-to-all-ready with 1 and 10 concurrent reconciles;
+* ``wall_s_c1`` / ``wall_s_c10``: create-to-all-ready with 1 and 10 concurrent reconciles. This
+  includes the simulator's own work (binding and Pod status writes through its 100 QPS client),
+  so ``all_pods_created_s_*`` (until the operator's last Pod create) is reported as well;
 * ``writes_per_cluster`` and ``writes_ratio_vs_minimum``: operator writes (POST/PUT/PATCH/DELETE;
   Kubernetes Events counted apart as ``event_writes``) per cluster over the minimum that reaches
   `ready` with an accurate status: 1 head Service + 11 Pods + 2 status writes (the first one
@@ -96,6 +98,7 @@ class Counting:
 
     def __init__(self, client: Client) -> None:
         self.calls: Counter[tuple[str, bool]] = Counter()  # (method, or EVENT for event writes; ok)
+        self.last_pod_create = 0.0
         original = client.request
 
         async def request(method: str, path: str, **kw: Any) -> Any:
@@ -106,6 +109,8 @@ class Counting:
                 self.calls[(kind, False)] += 1
                 raise
             self.calls[(kind, True)] += 1
+            if kind == "POST" and path.endswith("/pods"):
+                self.last_pod_create = time.perf_counter()
             return result
 
         client.request = request  # type: ignore[method-assign]
@@ -166,6 +171,7 @@ async def run_once(
             break
         await asyncio.sleep(0.5)
     wall = time.perf_counter() - t0
+    created_s = counter.last_pod_create - t0
     cpu = time.process_time() - cpu0
     writes_to_ready = counter.writes()
     failed = counter.failed_writes()
@@ -189,6 +195,7 @@ async def run_once(
         "concurrency": concurrency,
         "ready": ready,
         "wall_s": round(wall, 2),
+        "all_pods_created_s": round(created_s, 2),
         "operator_cpu_s": round(cpu, 2),
         "writes_to_ready": writes_to_ready,
         "writes_after_settle": writes_settle,
@@ -196,6 +203,9 @@ async def run_once(
         "event_writes": sum(n for (m, _), n in counter.calls.items() if m == "EVENT"),
         "requests_by_method": by_method,
         "minimum_writes": minimum,
+        "status_writes_per_cluster": round(
+            sum(n for (m, ok), n in counter.calls.items() if m == "PUT" and ok) / clusters, 2
+        ),
         "writes_ratio_vs_minimum": round(writes_settle / minimum, 3),
         "steady_window_s": steady,
         "steady_state_writes": steady_writes,
@@ -257,6 +267,10 @@ async def main() -> None:
         "wall_s_c1": c1["wall_s"],
         "wall_s_c10": c10["wall_s"],
         "speedup_c10_vs_c1": round(c1["wall_s"] / c10["wall_s"], 2) if c10["wall_s"] else None,
+        "all_pods_created_s_c1": c1["all_pods_created_s"],
+        "all_pods_created_s_c10": c10["all_pods_created_s"],
+        "status_writes_per_cluster_c1": c1["status_writes_per_cluster"],
+        "status_writes_per_cluster_c10": c10["status_writes_per_cluster"],
         "operator_cpu_s_c1": c1["operator_cpu_s"],
         "operator_cpu_s_c10": c10["operator_cpu_s"],
         "writes_per_cluster": round(c10["writes_after_settle"] / args.clusters, 2),

@@ -38,7 +38,7 @@ class RayClusterOptions:
     # How long a create expectation may stay unobserved before we stop waiting (KubeRay: 30 s).
     expectation_timeout: float = 30.0
     # Worker-counter-only status changes are written at most this often (0 = at once).
-    status_coalesce_seconds: float = 1.0
+    status_coalesce_seconds: float = 5.0
     # Requeue interval while a GCS-FT cluster waits for its head Pod to go away (KubeRay: 10 s).
     redis_cleanup_poll: float = 10.0
 

@@ -364,10 +364,10 @@ async def test_counter_only_changes_are_coalesced_and_stale_cache_sees_our_write
     # One worker turns Ready: a counter-only change waits for the coalescing window.
     cache.put(PODS, running_ready(cache.get(PODS, "w1", "ns") or {}, "10.0.0.2"))
     result = await reconciler.reconcile(REQ)
-    assert client.requests == [] and result.requeue_after == 1.0
+    assert client.requests == [] and result.requeue_after == 5.0
     clock = reconciler.clock
     assert isinstance(clock, FakeClock)
-    await clock.advance(1.0)
+    await clock.advance(5.0)
     await reconciler.reconcile(REQ)
     assert [r[0] for r in client.requests] == ["update_status"]
     assert client.last_status["readyWorkerReplicas"] == 1
