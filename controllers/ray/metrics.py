@@ -35,7 +35,7 @@ HEALTH_CHECK_DURATION = Histogram(
 )
 HEALTH_CHECKS_IN_FLIGHT = Gauge(
     "kuberay_head_proxy_health_checks_in_flight",
-    "Head proxy checks holding a concurrency slot right now (bounded by --head-proxy-check-concurrency).",
+    "Head proxy checks holding a concurrency slot right now (bounded by --head-proxy-health-concurrency).",
     registry=registry,
 )
 HEALTH_CHECKS_COALESCED = Counter(
