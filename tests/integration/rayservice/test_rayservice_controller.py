@@ -215,8 +215,13 @@ async def test_deletion_deadline_survives_an_operator_restart(
         return str((cluster["metadata"].get("annotations") or {}).get(DELETION_DEADLINE_ANNOTATION_KEY) or "")
 
     first = await eventually(deadline, what="a deletion deadline on the old cluster")
+    submitted_before = len(fake_ray.puts)
     await stop_operator(op)
     await start_operator()
+    # a restarted operator remembers no submission: it re-sends serveConfigV2 once (Ray's PUT is declarative)
+    await eventually(
+        lambda: _more_puts(fake_ray, submitted_before), what="the config re-submitted after restart"
+    )
     # the restarted operator keeps the deadline it finds (the cluster still exists, not re-armed) ...
     await eventually(lambda: k8s.get(RAYSERVICES, "rs", namespace), what="the RayService")
     cluster = await k8s.get(RAYCLUSTERS, old, namespace)
@@ -631,3 +636,7 @@ async def test_ray_token_auth_from_a_secret(start_operator, fake_ray, k8s: Clien
 
 async def _submitted(fake: Any) -> bool:
     return bool(fake.puts)
+
+
+async def _more_puts(fake: Any, n: int) -> bool:
+    return len(fake.puts) > n
