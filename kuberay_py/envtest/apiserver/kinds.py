@@ -15,6 +15,7 @@ from typing import Any
 
 from .core import ApiCore, Obj
 from .errors import Cause
+from .podvalidation import validate_pod_spec
 from .registry import ResourceType
 from .validation import field_cause, forbidden, invalid, required
 
@@ -116,16 +117,7 @@ class PodHooks(_NoHooks):
         spec = obj.get("spec")
         if not isinstance(spec, dict):
             return [required("spec.containers")]
-        causes: list[Cause] = []
-        containers = spec.get("containers")
-        if not containers:
-            causes.append(required("spec.containers"))
-        for key in ("initContainers", "containers"):
-            for i, c in enumerate(spec.get(key) or []):
-                if not isinstance(c, dict) or not c.get("name"):
-                    causes.append(required(f"spec.{key}[{i}].name"))
-                elif not c.get("image"):
-                    causes.append(required(f"spec.{key}[{i}].image"))
+        causes = validate_pod_spec(spec)
         if causes:
             return causes
         default_pod_spec(spec)

@@ -223,3 +223,54 @@ async def test_core_event_namespace_must_match_involved_object(k8s: Client, name
     with pytest.raises(ApiError) as e:
         await k8s.create(r.CORE_EVENTS, ev, namespace)
     assert e.value.status == 422 and "involvedObject.namespace" in e.value.message
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field", "fragment"),
+    [
+        (
+            lambda s: s["containers"][0]["ports"].append({"containerPort": 0}),
+            "spec.containers[0].ports[1].containerPort",
+            "must be between 1 and 65535, inclusive",
+        ),
+        (
+            lambda s: s["containers"][0]["ports"].append(
+                {"containerPort": 81, "name": "a-very-long-port-name"}
+            ),
+            "spec.containers[0].ports[1].name",
+            "must be no more than 15 characters",
+        ),
+        (
+            lambda s: s["containers"][0]["ports"].append({"containerPort": 82, "name": "http"}),
+            "spec.containers[0].ports[1].name",
+            "Duplicate value",
+        ),
+        (
+            lambda s: s["containers"].append({"name": "main", "image": "x"}),
+            "spec.containers[1].name",
+            "Duplicate value",
+        ),
+        (
+            lambda s: s["containers"][0].__setitem__("volumeMounts", [{"name": "nope", "mountPath": "/x"}]),
+            "spec.containers[0].volumeMounts[0].name",
+            'Not found: "nope"',
+        ),
+        (lambda s: s.__setitem__("restartPolicy", "Sometimes"), "spec.restartPolicy", "Unsupported value"),
+        (
+            lambda s: s["containers"][0].__setitem__("name", "Main_Container"),
+            "spec.containers[0].name",
+            "RFC 1123 label",
+        ),
+    ],
+)
+async def test_pod_spec_validation(
+    k8s: Client, namespace: str, mutate: Any, field: str, fragment: str
+) -> None:
+    body = pod("invalid")
+    body["spec"]["containers"][0]["ports"] = [{"containerPort": 80, "name": "http"}]
+    mutate(body["spec"])
+    with pytest.raises(ApiError) as e:
+        await k8s.create(r.PODS, body, namespace)
+    assert e.value.status == 422
+    causes = (e.value.body or {})["details"]["causes"]
+    assert any(c["field"] == field and fragment in c["message"] for c in causes), causes
