@@ -15,9 +15,9 @@ from typing import Any
 
 from .core import ApiCore, Obj
 from .errors import Cause
-from .podvalidation import validate_pod_spec
+from .podvalidation import duplicate, validate_pod_spec
 from .registry import ResourceType
-from .validation import field_cause, forbidden, invalid, required
+from .validation import field_cause, forbidden, invalid, name_problems, required
 
 __all__ = ["NamespaceHooks", "PodHooks", "SecretHooks", "ServiceHooks"]
 
@@ -158,6 +158,29 @@ class PodHooks(_NoHooks):
         return []
 
 
+def _service_port_problems(
+    p: dict[str, Any], path: str, names: set[str], ports: set[tuple[int, str]]
+) -> list[Cause]:
+    causes: list[Cause] = []
+    port = p.get("port")
+    if not isinstance(port, int) or not 1 <= port <= 65535:
+        causes.append(invalid(f"{path}.port", port, "must be between 1 and 65535, inclusive"))
+    elif (port, p["protocol"]) in ports:
+        causes.append(duplicate(path, {"port": port, "protocol": p["protocol"]}))
+    else:
+        ports.add((port, p["protocol"]))
+    name = p.get("name")
+    if name:
+        causes.extend(invalid(f"{path}.name", name, m) for m in name_problems(str(name), "label"))
+        if name in names:
+            causes.append(duplicate(f"{path}.name", name))
+        names.add(name)
+    target = p.get("targetPort")
+    if isinstance(target, int) and not 1 <= target <= 65535:
+        causes.append(invalid(f"{path}.targetPort", target, "must be between 1 and 65535, inclusive"))
+    return causes
+
+
 class ServiceHooks(_NoHooks):
     """ClusterIP allocation from the service range (envtest's 10.0.0.0/24 by default) and defaults."""
 
@@ -192,6 +215,8 @@ class ServiceHooks(_NoHooks):
             ]
         ports = spec.get("ports") or []
         causes: list[Cause] = []
+        seen_names: set[str] = set()
+        seen_ports: set[tuple[int, str]] = set()
         if stype != "ExternalName" and not ports and spec.get("clusterIP") != "None":
             causes.append(required("spec.ports"))
         for i, p in enumerate(ports):
@@ -200,6 +225,7 @@ class ServiceHooks(_NoHooks):
                 continue
             p.setdefault("protocol", "TCP")
             p.setdefault("targetPort", p["port"])
+            causes.extend(_service_port_problems(p, f"spec.ports[{i}]", seen_names, seen_ports))
             if len(ports) > 1 and not p.get("name"):
                 causes.append(required(f"spec.ports[{i}].name"))
         if causes:

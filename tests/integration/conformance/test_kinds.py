@@ -274,3 +274,18 @@ async def test_pod_spec_validation(
     assert e.value.status == 422
     causes = (e.value.body or {})["details"]["causes"]
     assert any(c["field"] == field and fragment in c["message"] for c in causes), causes
+
+
+async def test_service_port_validation(k8s: Client, namespace: str) -> None:
+    svc = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "dup-ports"},
+        "spec": {"ports": [{"name": "a", "port": 80}, {"name": "a", "port": 80}]},
+    }
+    with pytest.raises(ApiError) as e:
+        await k8s.create(r.SERVICES, svc, namespace)
+    assert e.value.status == 422
+    causes = (e.value.body or {})["details"]["causes"]
+    assert {"spec.ports[1].name", "spec.ports[1]"} <= {c["field"] for c in causes}
+    assert all(c["reason"] == "FieldValueDuplicate" for c in causes), causes
