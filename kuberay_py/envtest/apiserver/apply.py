@@ -10,12 +10,12 @@ removal of fields a manager stopped applying. docs/envtest.md lists the differen
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .errors import StatusError
+from .meta import clone
 from .patch import apply_merge_patch, apply_strategic_merge_patch, merge_key_for
 
 if TYPE_CHECKING:
@@ -104,12 +104,12 @@ def server_side_apply(
     if existing is None:
         if subresource:
             raise StatusError.not_found(rt.group, rt.plural, name)
-        body = copy.deepcopy(patch)
+        body = clone(patch)
         body.setdefault("metadata", {})["name"] = name
         body["metadata"]["managedFields"] = [entry]
         return core.create(rt, namespace, body, dry_run=dry_run, strict=strict), True
-    base = copy.deepcopy(existing)
-    applied = copy.deepcopy(patch)
+    base = clone(existing)
+    applied = clone(patch)
     applied.get("metadata", {}).pop("managedFields", None)
     merged = (
         apply_strategic_merge_patch(base, applied) if rt.strategic_merge else apply_merge_patch(base, applied)

@@ -10,13 +10,12 @@ Every method is synchronous so no other request can interleave between read and 
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any, Protocol
 
 from ...clock import Clock, RealClock
 from .errors import Cause, StatusError
-from .meta import format_time, new_uid, random_suffix, spec_changed
+from .meta import clone, format_time, new_uid, random_suffix, spec_changed
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from .registry import Registry, ResourceType
 from .store import Storage
@@ -138,7 +137,7 @@ class ApiCore:
         dry_run: bool = False,
         strict: bool = False,
     ) -> Obj:
-        obj = self._check_type(rt, copy.deepcopy(body))
+        obj = self._check_type(rt, clone(body))
         meta: Obj = obj["metadata"]
         self._check_namespace(rt, meta, namespace)
         if meta.get("resourceVersion"):
@@ -191,7 +190,7 @@ class ApiCore:
         require_rv: bool = True,
         strict: bool = False,
     ) -> Obj:
-        new = self._check_type(rt, copy.deepcopy(body))
+        new = self._check_type(rt, clone(body))
         meta: Obj = new["metadata"]
         if meta.get("name") and meta["name"] != name:
             raise StatusError.bad_request(
@@ -241,14 +240,14 @@ class ApiCore:
         old_meta = old["metadata"]
         if subresource == "status":
             status = new.get("status")
-            new = copy.deepcopy(old)
+            new = clone(old)
             if status is None:
                 new.pop("status", None)
             else:
                 new["status"] = status
         elif rt.status_subresource:
             if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
+                new["status"] = clone(old["status"])
             else:
                 new.pop("status", None)
         meta = new["metadata"]
@@ -346,7 +345,7 @@ class ApiCore:
                 strict=strict,
             )
         old = self.get(rt, namespace, name)
-        base = copy.deepcopy(old)
+        base = clone(old)
         if patch_type == "merge":
             if not isinstance(patch, dict):
                 raise StatusError.bad_request(

@@ -10,12 +10,12 @@ custom resource, and removes the CRD (and its URLs) once they are gone.
 from __future__ import annotations
 
 import asyncio
-import copy
 import re
 from typing import Any
 
 from .core import ApiCore, Obj
 from .errors import Cause, StatusError
+from .meta import clone
 from .registry import ResourceType
 from .schema import Schema
 from .validation import field_cause, invalid, required
@@ -44,7 +44,7 @@ def _condition(type_: str, reason: str, message: str, now: str) -> dict[str, Any
 
 
 def accepted_names(spec: dict[str, Any]) -> dict[str, Any]:
-    names = copy.deepcopy(spec.get("names") or {})
+    names: dict[str, Any] = clone(spec.get("names") or {})
     names.setdefault("singular", str(names.get("kind", "")).lower())
     names.setdefault("listKind", f"{names.get('kind', '')}List")
     return names
@@ -190,7 +190,7 @@ def establish(core: ApiCore, name: str) -> None:
         core.registry._group_versions[group] = order
     now = core.now()
     spec = crd["spec"]
-    status = copy.deepcopy(crd.get("status") or {})
+    status = clone(crd.get("status") or {})
     conditions = [
         c for c in status.get("conditions") or [] if c.get("type") not in ("NamesAccepted", "Established")
     ]
@@ -206,7 +206,7 @@ def establish(core: ApiCore, name: str) -> None:
         stored.append(storage)
     status["storedVersions"] = stored
     if status != crd.get("status"):
-        new = copy.deepcopy(crd)
+        new = clone(crd)
         new["status"] = status
         core.update(_crd_type(core), None, name, new, subresource="status")
 
@@ -234,7 +234,7 @@ def cleanup(core: ApiCore, name: str) -> None:
     crd = core.storage.get(CRD_KEY, "", name)
     if crd is None or CLEANUP_FINALIZER not in (crd["metadata"].get("finalizers") or []):
         return
-    new = copy.deepcopy(crd)
+    new = clone(crd)
     new["metadata"]["finalizers"] = [f for f in new["metadata"]["finalizers"] if f != CLEANUP_FINALIZER]
     try:
         core.update(_crd_type(core), None, name, new)

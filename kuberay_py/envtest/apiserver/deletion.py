@@ -10,14 +10,13 @@ simulator provides one).
 
 from __future__ import annotations
 
-import copy
 from datetime import timedelta
 from typing import Any
 
 from .core import ApiCore, Obj
 from .crds import CLEANUP_FINALIZER, CRD_KEY
 from .errors import StatusError
-from .meta import format_time
+from .meta import clone, format_time
 from .registry import ResourceType
 
 __all__ = ["DeleteOptions", "delete_collection", "delete_object"]
@@ -125,7 +124,7 @@ def delete_object(
             return old, True
         if meta.get("deletionTimestamp") is None or not meta.get("finalizers"):
             return core.remove(rt, old), True
-    new = copy.deepcopy(old)
+    new = clone(old)
     nmeta = new["metadata"]
     nmeta["finalizers"] = finalizers
     if not finalizers:

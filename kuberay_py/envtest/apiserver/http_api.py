@@ -21,6 +21,7 @@ from .deletion import DeleteOptions, delete_collection, delete_object, success_s
 from .errors import StatusError
 from .faults import FaultInjector, RequestLog, RequestRecord
 from .listing import list_bytes
+from .meta import clone
 from .registry import ResourceType
 from .selectors import parse_field_selector, parse_label_selector
 from .watchstream import WatchParams, serve_watch
@@ -353,8 +354,6 @@ class ApiHandler:
         raise StatusError.method_not_allowed(request.method)
 
     def _bind(self, rt: ResourceType, ns: str, name: str, body: Any, dry_run: bool) -> dict[str, Any]:
-        import copy
-
         target = (body or {}).get("target") or {} if isinstance(body, dict) else {}
         node = target.get("name")
         if not node:
@@ -374,7 +373,7 @@ class ApiHandler:
             raise StatusError.conflict(
                 rt.group, rt.plural, name, f"pod {name} is being deleted, cannot be assigned to a host"
             )
-        new = copy.deepcopy(pod)
+        new = clone(pod)
         new["spec"]["nodeName"] = node
         conds = [
             c for c in new.setdefault("status", {}).get("conditions") or [] if c.get("type") != "PodScheduled"

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import copy
 import ipaddress
 from typing import Any
 
 from .core import ApiCore, Obj
 from .errors import Cause
+from .meta import clone
 from .podvalidation import duplicate, validate_pod_spec
 from .registry import ResourceType
 from .validation import field_cause, forbidden, invalid, name_problems, required
@@ -129,11 +129,11 @@ class PodHooks(_NoHooks):
     ) -> list[Cause]:
         if subresource == "status":
             return []
-        ospec = copy.deepcopy(old.get("spec") or {})
-        nspec = copy.deepcopy(new.get("spec") or {})
+        ospec = clone(old.get("spec") or {})
+        nspec = clone(new.get("spec") or {})
         if isinstance(nspec, dict):
             default_pod_spec(nspec)
-            new["spec"] = copy.deepcopy(nspec)
+            new["spec"] = clone(nspec)
         for f in _MUTABLE_POD_SPEC:
             ospec.pop(f, None)
             nspec.pop(f, None)
@@ -344,5 +344,5 @@ class NamespaceHooks(_NoHooks):
     ) -> list[Cause]:
         new["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = new["metadata"]["name"]
         if subresource != "finalize":
-            new["spec"] = copy.deepcopy(old.get("spec") or {})
+            new["spec"] = clone(old.get("spec") or {})
         return []

@@ -7,7 +7,9 @@ import uuid
 from datetime import datetime
 from typing import Any
 
-__all__ = ["format_time", "new_uid", "random_suffix", "spec_changed"]
+import orjson
+
+__all__ = ["clone", "format_time", "new_uid", "random_suffix", "spec_changed"]
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's utilrand alphabet (no vowels, no 0/1/3)
 
@@ -33,3 +35,8 @@ def spec_changed(old: dict[str, Any], new: dict[str, Any], *, ignore_status: boo
     skip |= {"apiVersion", "kind"}
     keys = (set(old) | set(new)) - skip
     return any(old.get(k) != new.get(k) for k in keys)
+
+
+def clone(obj: Any) -> Any:
+    """A deep copy of a JSON value; an orjson round trip is ~10x faster than ``copy.deepcopy``."""
+    return orjson.loads(orjson.dumps(obj))

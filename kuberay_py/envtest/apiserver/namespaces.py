@@ -9,11 +9,11 @@ what a cluster does: delete everything in the namespace, wait for finalizers, th
 from __future__ import annotations
 
 import asyncio
-import copy
 
 from .core import ApiCore, Obj
 from .deletion import DeleteOptions, delete_collection, delete_object
 from .errors import StatusError
+from .meta import clone
 from .registry import ResourceType
 
 __all__ = ["finalize_namespace"]
@@ -55,7 +55,7 @@ def finalize_namespace(core: ApiCore, name: str) -> None:
     ns = core.storage.get(NS_KEY, "", name)
     if ns is None:
         return
-    new = copy.deepcopy(ns)
+    new = clone(ns)
     new["spec"]["finalizers"] = [
         f for f in (new.get("spec") or {}).get("finalizers") or [] if f != "kubernetes"
     ]

@@ -9,12 +9,12 @@ every other list is replaced. The directives ``$patch: replace|delete|merge``,
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import jsonpatch
 
 from .errors import StatusError
+from .meta import clone
 
 __all__ = ["apply_json_patch", "apply_merge_patch", "apply_strategic_merge_patch", "merge_key_for"]
 
@@ -22,7 +22,7 @@ __all__ = ["apply_json_patch", "apply_merge_patch", "apply_strategic_merge_patch
 def apply_merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386: objects merge recursively, ``null`` deletes, anything else replaces."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
+        return clone(patch)
     result = dict(target) if isinstance(target, dict) else {}
     for k, v in patch.items():
         if v is None:
@@ -108,7 +108,7 @@ def _merge_map(target: Any, patch: dict[str, Any], context: str) -> Any:
     if directive == "delete":
         return None
     if directive == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: clone(v) for k, v in patch.items() if k != "$patch"}
     if directive not in (None, "merge"):
         raise StatusError.bad_request(f"Unknown patch type: {directive} in map: {patch}")
     result = dict(target) if isinstance(target, dict) else {}
@@ -134,7 +134,7 @@ def _merge_map(target: Any, patch: dict[str, Any], context: str) -> Any:
         elif isinstance(v, list):
             result[k] = _merge_list(cur, v, k, context)
         else:
-            result[k] = copy.deepcopy(v)
+            result[k] = clone(v)
     if isinstance(retain, list):
         keep = set(retain)
         result = {k: v for k, v in result.items() if k in keep}
@@ -149,13 +149,13 @@ def _merge_list(cur: Any, patch: list[Any], field: str, context: str) -> list[An
         out = list(current)
         for item in patch:
             if item not in out:
-                out.append(copy.deepcopy(item))
+                out.append(clone(item))
         return out
     if key is None or not all(isinstance(x, dict) for x in patch):
         # A `$patch: replace` marker in a list means "replace"; plain lists are atomic anyway.
-        return [copy.deepcopy(x) for x in patch if not (isinstance(x, dict) and x.get("$patch") == "replace")]
+        return [clone(x) for x in patch if not (isinstance(x, dict) and x.get("$patch") == "replace")]
     if any(isinstance(x, dict) and x.get("$patch") == "replace" for x in patch):
-        return [copy.deepcopy(x) for x in patch if x.get("$patch") != "replace"]
+        return [clone(x) for x in patch if x.get("$patch") != "replace"]
     out = [x for x in current]
     for item in patch:
         if key not in item:

@@ -11,13 +11,13 @@ are not evaluated (see docs/envtest.md).
 
 from __future__ import annotations
 
-import copy
 import re
 from typing import Any
 
 import orjson
 
 from .errors import Cause, field_cause
+from .meta import clone
 
 __all__ = ["Schema"]
 
@@ -84,7 +84,7 @@ class Schema:
             if key in _ROOT_KEEP:
                 continue
             if key not in obj and "default" in sub:
-                obj[key] = copy.deepcopy(sub["default"])
+                obj[key] = clone(sub["default"])
             if key in obj:
                 obj[key] = self._walk(sub, obj[key], key, causes)
                 if obj[key] is _DROP:
@@ -104,7 +104,7 @@ class Schema:
             if s.get("nullable"):
                 return None
             if "default" in s:
-                v = copy.deepcopy(s["default"])
+                v = clone(s["default"])
             else:
                 # kube drops nulls of non-nullable fields during pruning/defaulting
                 return _DROP
@@ -161,7 +161,7 @@ class Schema:
                 del v[key]
         for key, sub in props.items():
             if key not in v and "default" in sub:
-                v[key] = copy.deepcopy(sub["default"])
+                v[key] = clone(sub["default"])
             if key in v:
                 out = self._walk(sub, v[key], f"{path}.{key}", causes)
                 if out is _DROP:
