@@ -11,6 +11,7 @@ from controllers import constants as c
 from controllers.ray import metrics as ray_metrics
 from controllers.rayservice.cluster import DELETION_DEADLINE_ANNOTATION_KEY
 from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
+from controllers.rayservice.reconciler import refresh_delay
 from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import EVENTS, PODS, SECRETS, SERVICES
 from kuberay_py.controller import Request, Result
@@ -387,14 +388,14 @@ async def test_steady_state_reconcile_writes_nothing_and_does_not_requeue_soon(
     async def settled() -> dict[str, Any] | None:
         # a reconcile that finds nothing to do returns the slow refresh, not the 2 s serve poll
         result = await op.rayservice.reconciler.reconcile(Request(namespace, "rs"))
-        return {"result": result} if result.requeue_after == 300.0 else None
+        return {"result": result} if result.requeue_after == refresh_delay(f"{namespace}/rs", 300.0) else None
 
     await eventually(settled, what="a steady reconcile")
     before = (await k8s.get(RAYSERVICES, "rs", namespace))["metadata"]["resourceVersion"]
     result = await op.rayservice.reconciler.reconcile(Request(namespace, "rs"))
     after = (await k8s.get(RAYSERVICES, "rs", namespace))["metadata"]["resourceVersion"]
     assert before == after  # no status write when nothing changed
-    assert result.requeue_after == 300.0
+    assert result.requeue_after == refresh_delay(f"{namespace}/rs", 300.0)
     assert svc["status"]["numServeEndpoints"] == 2
     values = {
         source: ray_metrics.SERVE_ENDPOINTS.labels(namespace=namespace, name="rs", source=source)._value.get()
@@ -453,10 +454,12 @@ async def test_a_missing_head_pod_is_a_normal_state(
 
     async def settled() -> Result | None:
         result = await op.rayservice.reconciler.reconcile(Request(namespace, "rs"))
-        return result if result.requeue_after == 300.0 else None
+        return result if result.requeue_after == refresh_delay(f"{namespace}/rs", 300.0) else None
 
     result = await eventually(settled, what="a reconcile that waits for watches")
-    assert result.requeue_after == 300.0  # no 2 s loop while the head is missing
+    assert result.requeue_after == refresh_delay(
+        f"{namespace}/rs", 300.0
+    )  # no 2 s loop while the head is missing
     assert counter("controller_runtime_reconcile_errors_total", controller="rayservice") == errors
     cur = await k8s.get(RAYSERVICES, "rs", namespace)
     assert cond(cur, "Ready")["reason"] == "Initializing"

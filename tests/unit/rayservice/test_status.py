@@ -130,3 +130,12 @@ def test_serve_config_cache_is_bounded_and_prunable() -> None:
     cache.retain("ns/a", {"a-2"})
     assert (cache.get("ns/a", "a-1"), cache.get("ns/a", "a-2")) == ("", "y")
     assert len(cache) == 2
+
+
+def test_idle_refresh_is_spread_and_stable_per_rayservice() -> None:
+    from controllers.rayservice.reconciler import refresh_delay
+
+    delays = [refresh_delay(f"ns/svc-{i}", 300.0) for i in range(200)]
+    assert all(270.0 <= d <= 300.0 for d in delays)
+    assert len({round(d, 1) for d in delays}) > 100  # not all in the same second
+    assert refresh_delay("ns/svc-1", 300.0) == delays[1]
