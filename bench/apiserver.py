@@ -110,6 +110,17 @@ async def run(n: int, watchers: int, events: int, concurrency: int) -> dict[str,
             selector_s = time.perf_counter() - t0
             assert len(sel["items"]) == n // 10
 
+            gets = list(range(min(n, 5_000)))
+            n_gets = len(gets)
+
+            async def getter() -> None:
+                while gets:
+                    await c.get(r.PODS, f"pod-{gets.pop():05d}", "bench")
+
+            t0 = time.perf_counter()
+            await asyncio.gather(*(getter() for _ in range(concurrency)))
+            get_s = time.perf_counter() - t0
+
             rv = body["metadata"]["resourceVersion"]
             received = [0] * watchers
             done = asyncio.Event()
@@ -149,6 +160,7 @@ async def run(n: int, watchers: int, events: int, concurrency: int) -> dict[str,
     return {
         "pods": n,
         "creates_per_s": round(n / create_s, 1),
+        "gets_per_s": round(n_gets / get_s, 1),
         "list_10k_pods_s": round(best, 4),
         "list_paged_500_s": round(paged_s, 4),
         "list_label_selector_s": round(selector_s, 4),
