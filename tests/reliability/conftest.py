@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
@@ -74,7 +75,9 @@ def serve_config(replicas: int, *, request_timeout_s: float = 5) -> dict[str, An
     }
 
 
-def rayservice(name: str = "rs", *, workers: int = 3, replicas: int = 3, delay: int | None = None) -> dict[str, Any]:
+def rayservice(
+    name: str = "rs", *, workers: int = 3, replicas: int = 3, delay: int | None = None
+) -> dict[str, Any]:
     """KubeRay's sample RayService, its head kept free of replicas (num-cpus 0), ``workers`` workers."""
     svc: dict[str, Any] = copy.deepcopy(yaml.safe_load(SAMPLE.read_text()))
     svc["metadata"] = {"name": name}
@@ -254,8 +257,9 @@ class OperatorProcess:
             "--metrics-addr", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0",
             "--head-proxy-health-period", str(HEAD_CHECK_PERIOD), *extra,
         ]  # fmt: skip
-        self.log_path = Path(os.environ.get("TMPDIR", "/tmp")) / f"kuberay-reliability-{os.getpid()}-{id(self)}.log"
-        self._log = self.log_path.open("w")
+        fd, path = tempfile.mkstemp(prefix="kuberay-reliability-", suffix=".log")
+        self.log_path = Path(path)
+        self._log = os.fdopen(fd, "w")
         self.popen = subprocess.Popen(
             self.argv, stdout=self._log, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1")
         )
@@ -318,7 +322,13 @@ class Traffic:
     """
 
     def __init__(
-        self, rig: Rig, service: str, path: str = "/fruit", *, max_requests: int = 4000, max_seconds: float = 30.0
+        self,
+        rig: Rig,
+        service: str,
+        path: str = "/fruit",
+        *,
+        max_requests: int = 4000,
+        max_seconds: float = 30.0,
     ) -> None:
         self.rig, self.service, self.path = rig, service, path
         self.max_requests, self.max_seconds = max_requests, max_seconds
