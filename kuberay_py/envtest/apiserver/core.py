@@ -152,6 +152,15 @@ class ApiCore:
         name = meta["name"]
         if rt.namespaced:
             self.ensure_namespace_usable(rt, meta["namespace"], name)
+        if rt.crd_name is not None:
+            crd = self.storage.get(("apiextensions.k8s.io", "customresourcedefinitions"), "", rt.crd_name)
+            if crd is not None and crd["metadata"].get("deletionTimestamp"):
+                raise StatusError(
+                    405,
+                    "MethodNotAllowed",
+                    f'create is not supported on resources of kind "{rt.plural}.{rt.group}"',
+                    {},
+                )
         for k in ("uid", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "selfLink"):
             meta.pop(k, None)
         meta["uid"] = new_uid()

@@ -63,6 +63,8 @@ class Watcher:
         self.closed = False
         self.expire_message: str | None = None
         self.cut = False
+        # Events at or below this resourceVersion were asked to be skipped (watch from a future RV).
+        self.min_rv = 0
 
     def _in_scope(self, obj: dict[str, Any]) -> bool:
         if self.namespace is None:
@@ -80,7 +82,7 @@ class Watcher:
 
     def offer(self, ev: Event) -> None:
         """Translate a store event into what this watch should see (selector transitions)."""
-        if self.closed:
+        if self.closed or ev.rv <= self.min_rv:
             return
         new_ok = self._in_scope(ev.obj) and self.matches(ev.obj)
         if ev.type == "ADDED":

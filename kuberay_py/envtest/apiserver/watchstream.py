@@ -83,6 +83,7 @@ def open_watcher(
             raise StatusError.bad_request(f'invalid resource version: "{rv_text}"') from None
         if since < bucket.compacted_rv:
             raise StatusError.expired(f"too old resource version: {since} ({bucket.compacted_rv})")
+        w.min_rv = since
         for ev in bucket.history:
             if ev.rv > since:
                 w.offer(ev)

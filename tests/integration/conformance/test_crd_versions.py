@@ -142,6 +142,11 @@ async def test_crd_deletion_waits_for_custom_resource_finalizers(
             break
         await (envtest.server.wait_idle() if envtest.server is not None else asyncio.sleep(0.1))
     assert held["metadata"].get("deletionTimestamp"), "the CRD finalizer deletes its custom resources"
+    with pytest.raises(ApiError) as e:
+        await k8s.request(
+            "POST", path, body={"apiVersion": f"{group}/v1", "kind": "Thing", "metadata": {"name": "late"}}
+        )
+    assert e.value.status == 405, "no new custom resources while the CRD is terminating"
     crd_now = await k8s.get(r.CRDS, name)
     assert "customresourcecleanup.apiextensions.k8s.io" in crd_now["metadata"]["finalizers"]
     terminating = {c["type"]: c["status"] for c in crd_now["status"]["conditions"]}

@@ -151,3 +151,13 @@ async def test_kubernetes_asyncio_dynamic_client(envtest: object, namespace: str
         assert got.metadata.name == "dyn"
         listed = await dyn.get(cms, namespace=namespace)
         assert [i.metadata.name for i in listed.items] == ["dyn"]
+
+
+async def test_watch_from_a_resource_version_skips_older_events(core: k.CoreV1Api, namespace: str) -> None:
+    a = await core.create_namespaced_config_map(namespace, configmap("f-a"))
+    b = await core.create_namespaced_config_map(namespace, configmap("f-b"))
+    await core.create_namespaced_config_map(namespace, configmap("f-c"))
+    events = await _watch(core, namespace, resource_version=b.metadata.resource_version, timeout_seconds=1)
+    names = [e["object"]["metadata"]["name"] for e in events]
+    assert names == ["f-c"], names
+    assert int(a.metadata.resource_version) < int(b.metadata.resource_version)
