@@ -24,7 +24,9 @@ import aiohttp
 import pytest
 
 APP_DIR = Path(__file__).resolve().parent / "app"
-RAY_PORTS = {"gcs": 6379, "dashboard": 8265, "agent": 52365, "client": 10001}
+# The head Pod's probes and the operator use the default dashboard, agent and Serve ports; the GCS
+# and Ray client ports are internal to Ray, so they take whatever is free.
+RAY_PORTS = {"dashboard": 8265, "agent": 52365}
 SERVE_PORT = 8000
 
 
@@ -42,6 +44,12 @@ def ray_available() -> str | None:
             except OSError:
                 return f"127.0.0.1:{port} is in use; the real Ray head needs it"
     return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 class _Forwarder:
@@ -107,11 +115,11 @@ class RealRayHeadRuntime:
             "--head",
             "--block",
             "--node-ip-address=127.0.0.1",
-            f"--port={RAY_PORTS['gcs']}",
+            f"--port={free_port()}",
             "--dashboard-host=127.0.0.1",
             f"--dashboard-port={RAY_PORTS['dashboard']}",
             f"--dashboard-agent-listen-port={RAY_PORTS['agent']}",
-            f"--ray-client-server-port={RAY_PORTS['client']}",
+            f"--ray-client-server-port={free_port()}",
             "--num-cpus=1",
             "--object-store-memory=200000000",
             "--disable-usage-stats",
