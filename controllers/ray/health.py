@@ -111,6 +111,7 @@ class HeadProxyHealthChecker:
         self.clock: Clock = clock or RealClock()
         self._limiter = anyio.CapacityLimiter(max_concurrency)
         self._results: dict[str, HealthResult] = {}
+        self._series: dict[str, tuple[str, str, str]] = {}  # pod uid -> kuberay_head_proxy_healthy labels
         self._in_flight: dict[str, asyncio.Future[HealthResult]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._session: aiohttp.ClientSession | None = None
@@ -139,6 +140,12 @@ class HeadProxyHealthChecker:
 
     def forget(self, pod_uid: str) -> None:
         self._results.pop(pod_uid, None)
+        self._drop_series(pod_uid)
+
+    def _drop_series(self, pod_uid: str) -> None:
+        labels = self._series.pop(pod_uid, None)
+        if labels is not None:
+            metrics.HEAD_PROXY_HEALTHY.remove(*labels)
 
     # -- checking ----------------------------------------------------------------------------
 
@@ -179,6 +186,11 @@ class HeadProxyHealthChecker:
                 del self._in_flight[target.pod_uid]
         previous = self._results.get(target.pod_uid)
         self._results[target.pod_uid] = result
+        labels = (target.namespace, target.pod_name, target.owner.rpartition("/")[2])
+        if self._series.get(target.pod_uid, labels) != labels:
+            self._drop_series(target.pod_uid)
+        self._series[target.pod_uid] = labels
+        metrics.HEAD_PROXY_HEALTHY.labels(*labels).set(1 if result.healthy else 0)
         if not fut.done():
             fut.set_result(result)
         if previous is None or previous.healthy != result.healthy:
@@ -278,6 +290,7 @@ class HeadProxyHealthChecker:
             # Keep a head that left the target set only briefly (e.g. between cache updates).
             if self.clock.now() - self._results[uid].checked_at >= 2 * self.period:
                 del self._results[uid]
+                self._drop_series(uid)
 
     async def wait_idle(self) -> None:
         """Wait until no check is under way (tests and shutdown)."""

@@ -12,6 +12,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from kuberay_py.metrics import registry
 
 __all__ = [
+    "HEAD_PROXY_HEALTHY",
     "HEALTH_CHECKS_COALESCED",
     "HEALTH_CHECKS_IN_FLIGHT",
     "HEALTH_CHECKS_TOTAL",
@@ -46,6 +47,13 @@ HEALTH_CHECKS_COALESCED = Counter(
 HEALTH_CHECK_TARGETS = Gauge(
     "kuberay_head_proxy_health_check_targets",
     "Head Pods (of active and pending RayService clusters) the checker currently watches.",
+    registry=registry,
+)
+HEAD_PROXY_HEALTHY = Gauge(
+    "kuberay_head_proxy_healthy",
+    "Latest check result per head Pod: 1 when its Serve proxy answered HTTP 200, else 0. The series "
+    "goes away with the head Pod, so alerts fire only for heads that still exist.",
+    ["namespace", "pod", "rayservice"],
     registry=registry,
 )
 SERVE_ENDPOINTS = Gauge(

@@ -256,3 +256,46 @@ async def test_a_failing_targets_callable_skips_the_round(http_server, checker_f
     finally:
         runner.cancel()
         await asyncio.gather(runner, return_exceptions=True)
+
+
+def healthy_series() -> dict[tuple[str, ...], float]:
+    return {
+        (s.labels["namespace"], s.labels["pod"], s.labels["rayservice"]): s.value
+        for family in metrics.HEAD_PROXY_HEALTHY.collect()
+        for s in family.samples
+        if s.labels["namespace"] == "gauge-ns"
+    }
+
+
+async def test_per_head_healthy_gauge_follows_results_and_leaves_with_the_head(
+    http_server, checker_factory, wait_until
+) -> None:
+    up = await http_server(await respond(200))
+    down = await http_server(await respond(503))
+    clock = FakeClock()
+
+    def gauge_target(server, uid: str, owner: str) -> HeadTarget:
+        return HeadTarget(
+            namespace="gauge-ns", pod_name=f"head-{uid}", pod_uid=uid, ip="127.0.0.1", port=server.port,
+            owner=owner,
+        )
+
+    targets = [gauge_target(up, "g1", "gauge-ns/svc-a"), gauge_target(down, "g2", "gauge-ns/svc-b")]
+    checker = checker_factory(clock=clock, period=5.0, targets=lambda: list(targets))
+    runner = asyncio.create_task(checker.run())
+    try:
+        await wait_until(lambda: checker.rounds >= 1)
+        await checker.wait_idle()
+        assert healthy_series() == {
+            ("gauge-ns", "head-g1", "svc-a"): 1.0,
+            ("gauge-ns", "head-g2", "svc-b"): 0.0,
+        }
+        targets.pop()  # head g2 is gone: after two periods without it, its series goes too
+        for rounds in (2, 3, 4):
+            await clock.advance(5.0)
+            await wait_until(lambda r=rounds: checker.rounds >= r)
+            await checker.wait_idle()
+        assert healthy_series() == {("gauge-ns", "head-g1", "svc-a"): 1.0}
+    finally:
+        runner.cancel()
+        await asyncio.gather(runner, return_exceptions=True)
