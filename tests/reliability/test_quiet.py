@@ -1,0 +1,89 @@
+"""A converged system is quiet: with everything Ready and the operator running, nothing is written.
+
+Every write of a steady operator is load on the API server and etcd that scales with the fleet.
+The window is defined by work done, not by time: it closes once both controllers have reconciled
+every object again (a forced informer resync, as the periodic one would) and the head-proxy checker
+has probed the head several times. Then we count the requests the API server saw.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from controllers.constants import RAYCLUSTERS, RAYSERVICES
+from controllers.raycluster.reconciler import CONTROLLER_NAME as RAYCLUSTER_CONTROLLER
+from kuberay_py.client.resources import PODS
+from kuberay_py.metrics import registry
+
+from .conftest import InProcessOperator, Rig, eventually, rayservice
+
+WRITES = ("create", "update", "patch", "delete", "deletecollection")
+pytestmark = pytest.mark.builtin_only
+
+
+def _sample(name: str, labels: dict[str, str]) -> float:
+    return registry.get_sample_value(name, labels) or 0.0
+
+
+def _reconciles(controller: str) -> float:
+    return _sample(
+        "controller_runtime_reconcile_total", {"controller": controller, "result": "success"}
+    ) + _sample("controller_runtime_reconcile_total", {"controller": controller, "result": "requeue_after"})
+
+
+def _head_checks() -> float:
+    return _sample("kuberay_head_proxy_health_checks_total", {"result": "healthy"})
+
+
+async def _cluster_settled(rig: Rig, name: str, workers: int) -> dict[str, Any] | None:
+    """Every counter the RayCluster controller may hold back for its coalescing window is final."""
+    rc: dict[str, Any] = await rig.client.get(RAYCLUSTERS, name, rig.namespace)
+    status = rc.get("status") or {}
+    head = (await rig.pods(name, "head"))[0]
+    final = (
+        status.get("state") == "ready"
+        and status.get("readyWorkerReplicas") == workers
+        and status.get("availableWorkerReplicas") == workers
+        and (status.get("head") or {}).get("podIP") == head["status"].get("podIP")
+        and status.get("observedGeneration") == rc["metadata"]["generation"]
+    )
+    return rc if final else None
+
+
+async def test_converged_rayservice_makes_zero_writes(rig: Rig) -> None:
+    async with InProcessOperator(rig) as operator:
+        await rig.client.create(RAYSERVICES, rayservice(), rig.namespace)
+        svc = await rig.wait_ready("rs", endpoints=4)
+        cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
+        await eventually(lambda: _cluster_settled(rig, cluster, 3), f"{cluster} status final")
+        await rig.wait_ready_pods("rs-serve-svc", 4)
+
+        before = await rig.rs()
+        log = rig.server.request_log
+        log.clear()
+        checks, rs_runs, rc_runs = (
+            _head_checks(),
+            _reconciles("rayservice"),
+            _reconciles(RAYCLUSTER_CONTROLLER),
+        )
+        for res in (RAYSERVICES, RAYCLUSTERS, PODS):
+            operator.manager.cache.informer_for(res).resync()
+
+        async def window_done() -> bool:
+            return (
+                _reconciles("rayservice") >= rs_runs + 1
+                and _reconciles(RAYCLUSTER_CONTROLLER) >= rc_runs + 1
+                and _head_checks() >= checks + 10
+            )
+
+        await eventually(window_done, "a resync round and 10 head-proxy checks")
+        writes = [r for r in log.records if r.verb in WRITES]
+        reads = [r for r in log.records if r.verb in ("get", "list")]
+
+    assert writes == [], writes
+    # reads served from the informer caches: the steady operator does not poll the API either
+    assert reads == [], reads
+    after = await rig.rs()
+    assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
