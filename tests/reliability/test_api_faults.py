@@ -1,0 +1,127 @@
+"""API-server faults while reconciling: the operator retries, converges and breaks nothing.
+
+A kube-apiserver under load answers 429 (with Retry-After), an etcd hiccup gives 500s, and a
+racing writer gives 409s. None of these may make the operator delete or recreate anything, and the
+serve Service must keep its ready endpoints all along.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import yaml
+
+from controllers.constants import RAYCLUSTERS, RAYSERVICES
+
+from .conftest import InProcessOperator, Rig, Traffic, eventually, rayservice, serve_config
+
+SERVE_SVC = "rs-serve-svc"
+DELETES = ("delete", "deletecollection")
+pytestmark = pytest.mark.builtin_only
+
+
+async def test_500_429_409_during_a_scale_up_are_retried_without_deleting_anything(rig: Rig) -> None:
+    ns = rig.namespace
+    async with InProcessOperator(rig):
+        await rig.client.create(RAYSERVICES, rayservice(), ns)
+        svc = await rig.wait_ready("rs", endpoints=4)
+        cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
+        await rig.wait_ready_pods(SERVE_SVC, 4)
+        before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in await rig.pods(cluster)}
+        server = rig.server
+        server.request_log.clear()
+        faults = [
+            server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 500, count=2),
+            server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 429, count=1, retry_after=1),
+            server.inject("PUT", rf"/namespaces/{ns}/rayclusters/{cluster}/status$", 409, count=2),
+            server.inject("PUT", rf"/namespaces/{ns}/rayservices/rs/status$", 500, count=1),
+            server.inject("PUT", rf"/namespaces/{ns}/rayservices/rs/status$", 409, count=1),
+            server.inject("PUT", rf"/namespaces/{ns}/rayservices/rs/status$", 429, count=1, retry_after=1),
+        ]
+
+        async with Traffic(rig, SERVE_SVC, max_seconds=60, max_requests=6000) as traffic:
+            # the autoscaler's way of scaling a group, and the user's serve config following it
+            await rig.client.patch(
+                RAYCLUSTERS,
+                cluster,
+                [{"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 5}],
+                ns,
+                patch_type="json",
+            )
+            svc = await rig.rs()
+            svc["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(5))
+            await rig.client.update(RAYSERVICES, svc)
+
+            async def scaled() -> dict[str, Any] | None:
+                cur = await rig.rs()
+                status = cur.get("status") or {}
+                apps = (status.get("activeServiceStatus") or {}).get("applicationStatuses") or {}
+                done = (
+                    status.get("numServeEndpoints") == 6
+                    and status.get("observedGeneration") == cur["metadata"]["generation"]
+                    and (apps.get("fruit_app") or {}).get("status") == "RUNNING"
+                )
+                return cur if done else None
+
+            cur = await eventually(scaled, "rs serving from 6 endpoints", timeout=60)
+            await rig.wait_ready_pods(SERVE_SVC, 6)
+            mark = traffic.report.sent
+            await eventually(lambda: traffic.sent_at_least(mark + 50), "traffic after the scale-up")
+
+    unfired = [(f.method, f.path.pattern, f.status, f.hits) for f in faults if f.remaining != 0]
+    assert unfired == [], f"faults never triggered, so nothing was tested: {unfired}"
+    report = traffic.report
+    assert report.failures == [], report.failures[:10]
+    assert report.ok == report.sent > 100
+    assert report.min_endpoints is not None and report.min_endpoints >= 4  # never lost an endpoint
+    assert cur["status"]["activeServiceStatus"]["rayClusterName"] == cluster  # no new cluster
+    assert condition_true(cur, "Ready")
+    after = {p["metadata"]["name"]: p["metadata"]["uid"] for p in await rig.pods(cluster)}
+    assert before.items() <= after.items() and len(after) == 6
+    log = server.request_log.records
+    assert [r for r in log if r.verb in DELETES] == []
+    created = [r for r in log if r.verb == "create" and r.resource == "pods" and r.status == 201]
+    assert len(created) == 2  # the 500s/429 were retried, never turned into an extra Pod
+    assert len((await rig.client.list(RAYCLUSTERS, ns))["items"]) == 1
+
+
+def condition_true(obj: dict[str, Any], type_: str) -> bool:
+    return any(
+        c["type"] == type_ and c["status"] == "True"
+        for c in (obj.get("status") or {}).get("conditions") or []
+    )
+
+
+async def test_faults_while_a_rayservice_comes_up_give_one_cluster_and_no_deletes(rig: Rig) -> None:
+    ns = rig.namespace
+    server = rig.server
+    server.request_log.clear()
+    rayclusters = rf"^/apis/ray.io/v1/namespaces/{ns}/rayclusters"
+    faults = [
+        server.inject("POST", rf"{rayclusters}$", 500, count=2),
+        server.inject("POST", rf"{rayclusters}$", 429, count=1, retry_after=1),
+        server.inject("POST", rf"^/api/v1/namespaces/{ns}/services$", 500, count=2),
+        server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 500, count=2),
+        server.inject("PATCH", rf"^/api/v1/namespaces/{ns}/pods/[^/]+$", 500, count=1),  # ray.io/serve label
+        server.inject("PATCH", rf"^/api/v1/namespaces/{ns}/pods/[^/]+$", 409, count=1),
+        server.inject("PUT", rf"/namespaces/{ns}/rayservices/rs/status$", 409, count=2),
+        server.inject("PUT", rf"{rayclusters}/[^/]+/status$", 500, count=2),
+    ]
+    async with InProcessOperator(rig):
+        await rig.client.create(RAYSERVICES, rayservice(), ns)
+        svc = await rig.wait_ready("rs", endpoints=4)
+        await rig.wait_ready_pods(SERVE_SVC, 4)
+
+    unfired = [(f.method, f.path.pattern, f.status, f.hits) for f in faults if f.remaining != 0]
+    assert unfired == [], f"faults never triggered, so nothing was tested: {unfired}"
+    cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    assert [rc["metadata"]["name"] for rc in (await rig.client.list(RAYCLUSTERS, ns))["items"]] == [cluster]
+    assert len(await rig.pods(cluster, "head")) == 1 and len(await rig.pods(cluster, "worker")) == 3
+    log = server.request_log.records
+    assert [r for r in log if r.verb in DELETES and r.namespace == ns] == []
+    created = [r for r in log if r.verb == "create" and r.status == 201 and r.namespace == ns]
+    by_resource = {
+        res: sum(1 for r in created if r.resource == res) for res in ("rayclusters.ray.io", "pods")
+    }
+    assert by_resource == {"rayclusters.ray.io": 1, "pods": 4}
