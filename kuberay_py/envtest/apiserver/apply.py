@@ -1,58 +1,55 @@
-"""Server-side apply, as a documented subset.
+"""Server-side apply with field ownership (``managedFields``), as a documented subset.
 
-What is implemented: ``fieldManager`` is required; the applied configuration must name the
-object's apiVersion/kind/name; a missing object is created; an existing one is merged with the
-applied configuration (strategic merge for built-in kinds, JSON merge for custom resources); the
-manager's ``managedFields`` entry (operation ``Apply``, ``fieldsV1`` listing the applied fields)
-is recorded. What is not: field-ownership conflicts (``force`` is accepted and ignored) and the
-removal of fields a manager stopped applying. docs/envtest.md lists the difference.
+Implemented: ``fieldManager`` is required; a missing object is created; the applied configuration
+is merged into the live object (strategic merge for built-in kinds, JSON merge for custom
+resources); a field another manager owns with a different value is a 409 ``Conflict`` unless
+``force=true`` (which takes the field over); fields the manager applied before and no longer
+applies are removed unless another manager owns them; ``managedFields`` holds one ``Apply`` entry
+per manager. Once an object has an ``Apply`` entry, ordinary writes (PUT/PATCH) record ``Update``
+entries for the fields they change and take those fields away from other managers, so conflicts
+and removals follow the same ownership rules as kube-apiserver. Not implemented: managedFields on
+objects never server-side applied, ``x-kubernetes-list-type: map`` lists of custom resources
+(treated as atomic), and the other-manager-specific merge of sets.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from .errors import StatusError
+from .fieldsets import MISSING, Path, delete_path, format_path, from_fields_v1, get_path, leaves, to_fields_v1
 from .meta import clone
-from .patch import apply_merge_patch, apply_strategic_merge_patch, merge_key_for
+from .patch import apply_merge_patch, apply_strategic_merge_patch
 
 if TYPE_CHECKING:
     from .core import ApiCore, Obj
     from .registry import ResourceType
 
-__all__ = ["fields_v1", "server_side_apply"]
+__all__ = ["server_side_apply", "track_update"]
 
 
-def fields_v1(value: Any, field: str = "", parent: str = "") -> dict[str, Any]:
-    """The ``FieldsV1`` set of the fields present in an applied configuration."""
-    if isinstance(value, dict):
-        out: dict[str, Any] = {}
-        for k, v in value.items():
-            if k in ("apiVersion", "kind") and not field:
-                continue
-            if not field and k == "metadata" and isinstance(v, dict):
-                v = {
-                    mk: mv
-                    for mk, mv in v.items()
-                    if mk not in ("name", "namespace", "resourceVersion", "managedFields", "uid")
-                }
-                if not v:
-                    continue
-            out[f"f:{k}"] = fields_v1(v, k, field)
-        return out
-    if isinstance(value, list):
-        key = merge_key_for(field, "container" if parent in ("containers", "initContainers") else parent)
-        if key and all(isinstance(x, dict) and key in x for x in value):
-            return {
-                "k:" + orjson.dumps({key: x[key]}).decode(): {".": {}, **fields_v1(x, "", field)}
-                for x in value
-            }
-        if field == "finalizers":
-            return {"v:" + orjson.dumps(x).decode(): {} for x in value}
-        return {}
-    return {}
+def _entry(
+    manager: str, operation: str, rt: ResourceType, paths: set[Path], now: str, subresource: str | None
+) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "manager": manager,
+        "operation": operation,
+        "apiVersion": rt.api_version,
+        "time": now,
+        "fieldsType": "FieldsV1",
+        "fieldsV1": to_fields_v1(paths),
+    }
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
+
+
+def _same(entry: dict[str, Any], manager: str, operation: str, subresource: str | None) -> bool:
+    return (
+        entry.get("manager") == manager
+        and entry.get("operation") == operation
+        and entry.get("subresource") == subresource
+    )
 
 
 def server_side_apply(
@@ -90,44 +87,127 @@ def server_side_apply(
         raise StatusError.bad_request(
             f"the name of the object ({meta['name']}) does not match the name on the URL ({name})"
         )
-    entry = {
-        "manager": field_manager,
-        "operation": "Apply",
-        "apiVersion": rt.api_version,
-        "time": core.now(),
-        "fieldsType": "FieldsV1",
-        "fieldsV1": fields_v1(patch),
-    }
-    if subresource:
-        entry["subresource"] = subresource
+    applied = clone(patch)
+    applied.setdefault("metadata", {}).pop("managedFields", None)
+    applied_set = leaves(applied, strategic=rt.strategic_merge, subresource=subresource)
+    entry = _entry(field_manager, "Apply", rt, applied_set, core.now(), subresource)
     existing = core.storage.get(rt.key, namespace or "", name)
     if existing is None:
         if subresource:
             raise StatusError.not_found(rt.group, rt.plural, name)
-        body = clone(patch)
-        body.setdefault("metadata", {})["name"] = name
-        body["metadata"]["managedFields"] = [entry]
-        return core.create(rt, namespace, body, dry_run=dry_run, strict=strict), True
-    base = clone(existing)
-    applied = clone(patch)
-    applied.get("metadata", {}).pop("managedFields", None)
-    merged = (
-        apply_strategic_merge_patch(base, applied) if rt.strategic_merge else apply_merge_patch(base, applied)
-    )
-    managed = [
-        m
-        for m in (existing["metadata"].get("managedFields") or [])
-        if not (
-            m.get("manager") == field_manager
-            and m.get("operation") == "Apply"
-            and m.get("subresource") == entry.get("subresource")
-        )
-    ]
-    merged["metadata"]["managedFields"] = [*managed, entry]
-    rv = (patch.get("metadata") or {}).get("resourceVersion")
+        applied["metadata"]["name"] = name
+        applied["metadata"]["managedFields"] = [entry]
+        return core.create(rt, namespace, applied, dry_run=dry_run, strict=strict), True
+    rv = meta.get("resourceVersion")
     if rv and rv != existing["metadata"]["resourceVersion"]:
         raise StatusError.stale(rt.group, rt.plural, name)
+
+    managed = list(existing["metadata"].get("managedFields") or [])
+    previous: set[Path] = set()
+    others: list[tuple[dict[str, Any], set[Path]]] = []
+    for m in managed:
+        paths = from_fields_v1(m.get("fieldsV1"))
+        if _same(m, field_manager, "Apply", subresource):
+            previous = paths
+        else:
+            others.append((m, paths))
+    conflicts: list[tuple[dict[str, Any], Path]] = []
+    for m, paths in others:
+        for p in sorted(applied_set & paths):
+            if p[-1] != "." and get_path(existing, p) != get_path(applied, p):
+                conflicts.append((m, p))
+    if conflicts and not force:
+        raise _conflict_error(rt, name, conflicts)
+
+    merged = (
+        apply_strategic_merge_patch(clone(existing), applied)
+        if rt.strategic_merge
+        else apply_merge_patch(clone(existing), applied)
+    )
+    taken = {p for _m, p in conflicts}
+    new_managed: list[dict[str, Any]] = []
+    still_owned: set[Path] = set()
+    for m, paths in others:
+        kept = paths - taken
+        still_owned |= kept
+        if kept:
+            new_managed.append({**m, "fieldsV1": to_fields_v1(kept)})
+    # outermost first (a list item before its fields), so removing an item is one step
+    for p in sorted(previous - applied_set, key=lambda q: (len(q) - (q[-1] == "."), q[-1] != ".")):
+        if p[-1] == ".":
+            item = p[:-1]
+            # a list item stays while another manager owns any field inside it
+            if any(q[: len(item)] == item for q in still_owned | applied_set):
+                continue
+        elif p in still_owned:
+            continue
+        if get_path(merged, p) is not MISSING:
+            delete_path(merged, p)
+    new_managed.append(entry)
+    merged["metadata"]["managedFields"] = new_managed
     merged["metadata"]["resourceVersion"] = existing["metadata"]["resourceVersion"]
     return core.update(
-        rt, namespace, name, merged, subresource=subresource, dry_run=dry_run, require_rv=False, strict=strict
+        rt,
+        namespace,
+        name,
+        merged,
+        subresource=subresource,
+        dry_run=dry_run,
+        require_rv=False,
+        strict=strict,
+        manager=None,
     ), False
+
+
+def _conflict_error(rt: ResourceType, name: str, conflicts: list[tuple[dict[str, Any], Path]]) -> StatusError:
+    causes = [
+        {
+            "reason": "FieldManagerConflict",
+            "message": f'conflict with "{m.get("manager")}"'
+            + (f" using {m.get('apiVersion')}" if m.get("apiVersion") else ""),
+            "field": format_path(p),
+        }
+        for m, p in conflicts
+    ]
+    if len(conflicts) == 1:
+        _m, p = conflicts[0]
+        summary = f"Apply failed with 1 conflict: {causes[0]['message']}: {format_path(p)}"
+    else:
+        lines = "\n".join(f"- {c['message']}: {c['field']}" for c in causes)
+        summary = f"Apply failed with {len(conflicts)} conflicts: {lines}"
+    details: dict[str, Any] = {"name": name, "kind": rt.plural, "causes": causes}
+    if rt.group:
+        details["group"] = rt.group
+    return StatusError(409, "Conflict", summary, details)
+
+
+def track_update(
+    core: ApiCore, rt: ResourceType, old: Obj, new: Obj, manager: str, subresource: str | None
+) -> None:
+    """After a PUT/PATCH of a server-side-applied object: the writer owns what it changed."""
+    managed = old["metadata"].get("managedFields") or []
+    if not any(m.get("operation") == "Apply" for m in managed):
+        return
+    if "managedFields" not in new["metadata"] or new["metadata"]["managedFields"] is None:
+        new["metadata"]["managedFields"] = clone(managed)
+    strategic = rt.strategic_merge
+    candidates = leaves(old, strategic=strategic, subresource=subresource) | leaves(
+        new, strategic=strategic, subresource=subresource
+    )
+    changed = {p for p in candidates if p[-1] != "." and get_path(old, p) != get_path(new, p)}
+    if not changed:
+        return
+    present = {p for p in changed if get_path(new, p) is not MISSING}
+    entries: list[dict[str, Any]] = []
+    mine: set[Path] = set(present)
+    for m in new["metadata"]["managedFields"]:
+        paths = from_fields_v1(m.get("fieldsV1"))
+        if _same(m, manager, "Update", subresource):
+            mine |= paths - (changed - present)
+            continue
+        kept = paths - changed
+        if kept:
+            entries.append({**m, "fieldsV1": to_fields_v1(kept)})
+    if mine:
+        entries.append(_entry(manager, "Update", rt, mine, core.now(), subresource))
+    new["metadata"]["managedFields"] = entries

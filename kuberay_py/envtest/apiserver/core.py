@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ...clock import Clock, RealClock
+from .apply import server_side_apply, track_update
 from .errors import Cause, StatusError
 from .meta import clone, format_time, new_uid, random_suffix, spec_changed
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
@@ -198,6 +199,7 @@ class ApiCore:
         dry_run: bool = False,
         require_rv: bool = True,
         strict: bool = False,
+        manager: str | None = None,
     ) -> Obj:
         new = self._check_type(rt, clone(body))
         meta: Obj = new["metadata"]
@@ -228,7 +230,9 @@ class ApiCore:
                 )
         elif rv != old["metadata"]["resourceVersion"]:
             raise StatusError.stale(rt.group, rt.plural, name)
-        return self._finish_update(rt, old, new, subresource=subresource, dry_run=dry_run, strict=strict)
+        return self._finish_update(
+            rt, old, new, subresource=subresource, dry_run=dry_run, strict=strict, manager=manager
+        )
 
     def _strict_check(self, rt: ResourceType, strict: bool) -> None:
         if strict and rt.schema is not None and rt.schema.pruned_fields():
@@ -244,16 +248,20 @@ class ApiCore:
         subresource: str | None,
         dry_run: bool,
         strict: bool = False,
+        manager: str | None = None,
     ) -> Obj:
         name = old["metadata"]["name"]
         old_meta = old["metadata"]
         if subresource == "status":
             status = new.get("status")
+            managed = new["metadata"].get("managedFields")
             new = clone(old)
             if status is None:
                 new.pop("status", None)
             else:
                 new["status"] = status
+            if managed is not None:  # the status strategy keeps the request's managedFields
+                new["metadata"]["managedFields"] = managed
         elif rt.status_subresource:
             if "status" in old:
                 new["status"] = clone(old["status"])
@@ -293,6 +301,8 @@ class ApiCore:
             self._strict_check(rt, strict)
         if causes:
             raise StatusError.invalid(rt.group, rt.kind, name, causes)
+        if manager:
+            track_update(self, rt, old, new, manager, subresource)
         if "generation" in old_meta and spec_changed(old, new, ignore_status=rt.status_subresource):
             meta["generation"] = old_meta["generation"] + 1
         if new == old:
@@ -339,8 +349,6 @@ class ApiCore:
     ) -> tuple[Obj, bool]:
         """Apply a patch; returns (object, created) -- only server-side apply may create."""
         if patch_type == "apply":
-            from .apply import server_side_apply
-
             return server_side_apply(
                 self,
                 rt,
@@ -384,5 +392,5 @@ class ApiCore:
         new["metadata"]["name"] = name
         self._check_namespace(rt, new["metadata"], namespace)
         return self._finish_update(
-            rt, old, new, subresource=subresource, dry_run=dry_run, strict=strict
+            rt, old, new, subresource=subresource, dry_run=dry_run, strict=strict, manager=field_manager
         ), False

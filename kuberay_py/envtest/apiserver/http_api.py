@@ -305,7 +305,16 @@ class ApiHandler:
             return json_response(core.present(rt, core.get(rt, ns, name)))
         if verb == "update":
             body = await self._object_body(request)
-            obj = core.update(rt, ns, name, body, subresource=route.sub, dry_run=dry_run, strict=strict)
+            obj = core.update(
+                rt,
+                ns,
+                name,
+                body,
+                subresource=route.sub,
+                dry_run=dry_run,
+                strict=strict,
+                manager=self._manager(request, q),
+            )
             return json_response(core.present(rt, obj))
         if verb == "patch":
             if route.sub == "finalize":
@@ -329,6 +338,8 @@ class ApiHandler:
                 raise StatusError(
                     422, "Invalid", "fieldManager: Too long: may not be more than 128 bytes", {}
                 )
+            if ptype != "apply":
+                manager = self._manager(request, q)
             obj, created = core.patch(
                 rt,
                 ns,
@@ -465,6 +476,15 @@ class ApiHandler:
                 )
         if causes:
             raise StatusError.invalid("meta.k8s.io", "ListOptions", "", causes)
+
+    @staticmethod
+    def _manager(request: web.Request, q: Any) -> str:
+        """``managerOrUserAgent``: the fieldManager parameter, else the User-Agent's product name."""
+        manager = q.get("fieldManager")
+        if manager:
+            return str(manager)
+        agent = request.headers.get("User-Agent", "")
+        return agent.split("/", 1)[0].strip() or "unknown"
 
     @staticmethod
     def _dry_run(q: Any) -> bool:

@@ -171,3 +171,90 @@ async def test_pod_spec_is_mostly_immutable(core: k.CoreV1Api, namespace: str) -
         )
     status = assert_status(e.value, 422, "Invalid")
     assert status["details"]["causes"][0]["field"] == "spec"
+
+
+async def test_server_side_apply_conflicts_force_and_removal(core: k.CoreV1Api, namespace: str) -> None:
+    def cfg(data: dict[str, str]) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owned"}, "data": data}
+
+    await core.patch_namespaced_config_map(
+        "owned", namespace, cfg({"a": "1", "b": "1"}), _content_type=APPLY, field_manager="alice"
+    )
+    # bob applies a different value for a field alice owns: conflict
+    with pytest.raises(ApiException) as e:
+        await core.patch_namespaced_config_map(
+            "owned", namespace, cfg({"a": "2"}), _content_type=APPLY, field_manager="bob"
+        )
+    status = assert_status(e.value, 409, "Conflict")
+    assert status["message"].startswith("Apply failed with 1 conflict")
+    assert [c["field"] for c in status["details"]["causes"]] == [".data.a"]
+    # same value: shared ownership, no conflict
+    await core.patch_namespaced_config_map(
+        "owned", namespace, cfg({"b": "1", "c": "1"}), _content_type=APPLY, field_manager="bob"
+    )
+    # force takes the field over
+    out = await core.patch_namespaced_config_map(
+        "owned",
+        namespace,
+        cfg({"a": "2", "b": "1", "c": "1"}),
+        _content_type=APPLY,
+        field_manager="bob",
+        force=True,
+    )
+    assert out.data == {"a": "2", "b": "1", "c": "1"}
+    # alice stops applying a (now bob's) and b (shared): both stay; she still owns nothing else
+    out = await core.patch_namespaced_config_map(
+        "owned", namespace, cfg({}), _content_type=APPLY, field_manager="alice"
+    )
+    assert out.data == {"a": "2", "b": "1", "c": "1"}
+    # bob stops applying c, which only he owns: it is removed
+    out = await core.patch_namespaced_config_map(
+        "owned", namespace, cfg({"a": "2", "b": "1"}), _content_type=APPLY, field_manager="bob"
+    )
+    assert out.data == {"a": "2", "b": "1"}
+
+
+async def test_update_takes_ownership_from_apply(core: k.CoreV1Api, namespace: str) -> None:
+    cfg = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "taken"}, "data": {"a": "1"}}
+    await core.patch_namespaced_config_map(
+        "taken", namespace, cfg, _content_type=APPLY, field_manager="alice"
+    )
+    await core.patch_namespaced_config_map(
+        "taken", namespace, {"data": {"a": "2"}}, _content_type=MERGE, field_manager="editor"
+    )
+    # alice re-applies her old value: "editor" now owns data.a, so this conflicts
+    with pytest.raises(ApiException) as e:
+        await core.patch_namespaced_config_map(
+            "taken", namespace, cfg, _content_type=APPLY, field_manager="alice"
+        )
+    status = assert_status(e.value, 409, "Conflict")
+    assert 'conflict with "editor"' in status["details"]["causes"][0]["message"]
+
+
+async def test_server_side_apply_merges_lists_by_key(core: k.CoreV1Api, namespace: str) -> None:
+    def svc(ports: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": "applied-svc"},
+            "spec": {"selector": {"app": "x"}, "ports": ports},
+        }
+
+    http = {"name": "http", "port": 80}
+    grpc = {"name": "grpc", "port": 9000}
+    await core.patch_namespaced_service(
+        "applied-svc", namespace, svc([http, grpc]), _content_type=APPLY, field_manager="owner"
+    )
+    # another writer adds a port of its own
+    await core.patch_namespaced_service(
+        "applied-svc",
+        namespace,
+        {"spec": {"ports": [{"name": "metrics", "port": 8080}]}},
+        _content_type=SMP,
+        field_manager="sidecar-injector",
+    )
+    # the owner drops grpc from its configuration: grpc goes, the other writer's port stays
+    out = await core.patch_namespaced_service(
+        "applied-svc", namespace, svc([http]), _content_type=APPLY, field_manager="owner"
+    )
+    assert sorted(p.name for p in out.spec.ports) == ["http", "metrics"]
