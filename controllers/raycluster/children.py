@@ -129,15 +129,7 @@ class ChildPhase:
                 C.EVENT_FAILED_TO_CREATE_ROLE_BINDING,
             )
         if (common.spec(cluster).get("headGroupSpec") or {}).get("enableIngress"):
-            ingress = build_ingress(cluster)
-            await self._ensure(
-                cluster,
-                INGRESSES,
-                lambda: ingress,
-                ingress["metadata"]["name"],
-                C.EVENT_CREATED_INGRESS,
-                C.EVENT_FAILED_TO_CREATE_INGRESS,
-            )
+            await self._ingress(cluster)
         await self._service(
             cluster, build_head_service(cluster, cluster_ip_service=self.options.head_cluster_ip_service)
         )
@@ -150,6 +142,65 @@ class ChildPhase:
             if serve is not None:
                 await self._service(cluster, serve)
         del ns
+
+    async def _ingress(self, cluster: dict[str, Any]) -> None:
+        """Create the Ingress, and bring an owned one back to the spec once per RayCluster generation.
+
+        The drift check runs when the generation changes (or after a restart), not on every
+        reconcile, so a converged cluster still costs no request.
+        """
+        desired = build_ingress(cluster)
+        ns, name = cluster["metadata"]["namespace"], desired["metadata"]["name"]
+        marker = (cluster["metadata"]["uid"], f"Ingress@{cluster['metadata'].get('generation', 0)}", name)
+        if marker in self._known:
+            return
+        try:
+            current = await self.client.get(INGRESSES, name, ns)
+        except NotFound:
+            try:
+                await self.client.create(INGRESSES, desired, ns)
+            except AlreadyExists:
+                return  # someone raced us; the next generation's check settles it
+            except ApiError as exc:
+                self.recorder.event(
+                    cluster,
+                    C.WARNING,
+                    C.EVENT_FAILED_TO_CREATE_INGRESS,
+                    f"Failed to create Ingress {ns}/{name}: {exc}",
+                )
+                raise
+            self.recorder.event(cluster, C.NORMAL, C.EVENT_CREATED_INGRESS, f"Created Ingress {ns}/{name}")
+            self._known.add(marker)
+            return
+        owners = current["metadata"].get("ownerReferences") or []
+        if not any(o.get("uid") == cluster["metadata"]["uid"] for o in owners):
+            self.recorder.event(
+                cluster,
+                C.WARNING,
+                C.EVENT_FAILED_TO_UPDATE_INGRESS,
+                f"Ingress {ns}/{name} exists and is not owned by this RayCluster; leaving it alone",
+            )
+            self._known.add(marker)
+            return
+        annotations = desired["metadata"].get("annotations") or {}
+        current_spec = current.get("spec") or {}
+        drifted = any(current_spec.get(k) != v for k, v in desired["spec"].items())
+        if drifted or (current["metadata"].get("annotations") or {}) != annotations:
+            body = dict(current)
+            body["spec"] = {**current_spec, **desired["spec"]}
+            body["metadata"] = {**current["metadata"], "annotations": annotations}
+            try:
+                await self.client.update(INGRESSES, body)
+            except ApiError as exc:
+                self.recorder.event(
+                    cluster,
+                    C.WARNING,
+                    C.EVENT_FAILED_TO_UPDATE_INGRESS,
+                    f"Failed to update Ingress {ns}/{name}: {exc}",
+                )
+                raise
+            self.recorder.event(cluster, C.NORMAL, C.EVENT_UPDATED_INGRESS, f"Updated Ingress {ns}/{name}")
+        self._known.add(marker)
 
     async def _require_user_service_account(self, cluster: dict[str, Any], sa: str) -> None:
         uid = cluster["metadata"]["uid"]

@@ -13,7 +13,16 @@ import pytest
 
 from controllers import constants as C
 from kuberay_py.client import ApiError, Client, Invalid, NotFound
-from kuberay_py.client.resources import EVENTS, JOBS, PODS, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES
+from kuberay_py.client.resources import (
+    EVENTS,
+    INGRESSES,
+    JOBS,
+    PODS,
+    ROLEBINDINGS,
+    ROLES,
+    SERVICEACCOUNTS,
+    SERVICES,
+)
 from tests.integration.raycluster.conftest import (
     Operator,
     all_running,
@@ -447,3 +456,30 @@ async def _replica_gone_and_full(client: Client, ns: str, name: str, group: str)
     pods = await worker_pods(client, ns, name)
     groups = {p["metadata"]["labels"][C.RAY_WORKER_REPLICA_NAME_LABEL_KEY] for p in pods}
     return len(pods) == 8 and group not in groups
+
+
+async def test_ingress_created_and_kept_in_line_with_the_spec(
+    operator: Operator, rc_client: Client, rc_namespace: str
+) -> None:
+    ns, name = rc_namespace, "raycluster-ingress"
+    body = sample_cluster(name, ns, replicas=1)
+    body["metadata"]["annotations"] = {"kubernetes.io/ingress.class": "nginx"}
+    body["spec"]["headGroupSpec"]["enableIngress"] = True
+    await rc_client.create(RC, body, ns)
+    ing = await eventually(lambda: _get(rc_client, INGRESSES, f"{name}-head-ingress", ns), "Ingress")
+    assert ing["spec"]["ingressClassName"] == "nginx"
+    path = ing["spec"]["rules"][0]["http"]["paths"][0]
+    assert path["path"] == "/" and path["backend"]["service"]["name"] == f"{name}-head-svc"
+    assert path["backend"]["service"]["port"]["number"] == 8265
+
+    def new_path(o: dict[str, Any]) -> None:
+        o["spec"]["headGroupSpec"]["ingressOptions"] = {"path": "/ray", "pathType": "Prefix"}
+
+    await update_spec(rc_client, ns, name, new_path)
+
+    async def updated() -> bool:
+        cur = await _get(rc_client, INGRESSES, f"{name}-head-ingress", ns)
+        return bool(cur and cur["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/ray")
+
+    await eventually(updated, "Ingress path updated")
+    assert "UpdatedIngress" in await eventually(lambda: event_reasons(rc_client, ns), "events")
