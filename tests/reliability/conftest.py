@@ -348,9 +348,11 @@ class Traffic:
             await self._task
 
     async def sent_at_least(self, n: int) -> bool:
+        if self.report.sent >= n:
+            return True
         if self._task is not None and self._task.done():
             raise AssertionError(f"traffic loop ended early: {self.report}")
-        return self.report.sent >= n
+        return False
 
     async def _refresh(self) -> None:
         while not self._stop.is_set():
