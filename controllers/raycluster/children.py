@@ -58,6 +58,14 @@ class ChildPhase:
             return cached
         return self._fresh.get((cluster["metadata"]["uid"], "Service", name))
 
+    _uids: dict[str, str] = field(default_factory=dict)  # "ns/name" -> uid, to forget a deleted cluster
+
+    def forget_key(self, key: str) -> None:
+        """The RayCluster ``ns/name`` is gone from the cache: drop what we remembered about it."""
+        uid = self._uids.pop(key, None)
+        if uid is not None:
+            self.forget(uid)
+
     def forget(self, uid: str) -> None:
         self._known = {k for k in self._known if k[0] != uid}
         self._fresh = {k: v for k, v in self._fresh.items() if k[0] != uid}
@@ -92,6 +100,9 @@ class ChildPhase:
         self._known.add((uid, res.kind, name))
 
     async def reconcile(self, cluster: dict[str, Any]) -> None:
+        self._uids[f"{cluster['metadata']['namespace']}/{cluster['metadata']['name']}"] = cluster["metadata"][
+            "uid"
+        ]
         ns = cluster["metadata"]["namespace"]
         name = cluster["metadata"]["name"]
         if common.is_autoscaling(cluster):
@@ -154,6 +165,8 @@ class ChildPhase:
         marker = (cluster["metadata"]["uid"], f"Ingress@{cluster['metadata'].get('generation', 0)}", name)
         if marker in self._known:
             return
+        uid = cluster["metadata"]["uid"]
+        self._known = {k for k in self._known if not (k[0] == uid and k[1].startswith("Ingress@"))}
         try:
             current = await self.client.get(INGRESSES, name, ns)
         except NotFound:

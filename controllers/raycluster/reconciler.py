@@ -101,6 +101,7 @@ class RayClusterReconciler:
         cluster = self.cache.get(C.RAYCLUSTERS, request.name, request.namespace)
         if cluster is None:
             self.expectations.delete(key)
+            self._children.forget_key(key)
             self._written.pop(key, None)
             self._deferred.pop(key, None)
             return Result()

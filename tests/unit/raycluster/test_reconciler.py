@@ -17,7 +17,7 @@ from controllers.raycluster.reconciler import RayClusterReconciler
 from kuberay_py.client import NotFound, Resource
 from kuberay_py.client.resources import PODS, SERVICES
 from kuberay_py.clock import FakeClock
-from kuberay_py.controller import Expectations, Request
+from kuberay_py.controller import Expectations, Request, Result
 from tests.unit.raycluster.test_pod_builder import cluster as make_cluster
 
 
@@ -377,3 +377,18 @@ async def test_counter_only_changes_are_coalesced_and_stale_cache_sees_our_write
     await reconciler.reconcile(REQ)
     assert [r[0] for r in client.requests] == ["update_status"]
     assert client.last_status["state"] == "ready"
+
+
+async def test_deleted_cluster_leaves_no_per_cluster_memory() -> None:
+    c = make_cluster()
+    c["spec"]["enableInTreeAutoscaling"] = True
+    reconciler, cache, client, _ = setup_env(c)
+    await reconciler.reconcile(REQ)
+    assert reconciler._children._known and reconciler._written
+    cache.remove(C.RAYCLUSTERS, "ns", "rc")
+    client.requests.clear()
+    assert await reconciler.reconcile(REQ) == Result()
+    assert client.requests == []
+    assert not reconciler._children._known and not reconciler._children._fresh
+    assert not reconciler._written and not reconciler._deferred
+    assert reconciler.expectations.satisfied("ns/rc")
