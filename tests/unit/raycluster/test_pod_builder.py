@@ -393,3 +393,16 @@ def test_ray_2_53_uses_http_get_except_serve_worker_readiness() -> None:
     assert worker["readinessProbe"]["exec"]["command"][2].endswith(
         "http://localhost:8000/-/healthz | grep success"
     )
+
+
+def test_rayservice_head_with_custom_serve_port_never_gets_a_serve_check() -> None:
+    c = rayservice_cluster()
+    c["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["ports"] = [
+        {"name": "serve", "containerPort": 9000}
+    ]
+    expected = expected_head(crd="RayService", serve=True)
+    expected["spec"]["containers"][0]["ports"] = [
+        {"name": "serve", "containerPort": 9000},
+        {"name": "metrics", "containerPort": 8080},
+    ]
+    assert build_head_pod(c, OPTS) == expected
