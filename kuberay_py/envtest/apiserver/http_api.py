@@ -228,7 +228,7 @@ class ApiHandler:
         rt = route.rt
         assert rt is not None
         q = request.query
-        dry_run = self._dry_run(q)
+        dry_run = self._dry_run(q, verb)
         strict = self._field_validation(q) == "Strict"
         core = self.core
         ns = route.namespace
@@ -487,11 +487,30 @@ class ApiHandler:
         return agent.split("/", 1)[0].strip() or "unknown"
 
     @staticmethod
-    def _dry_run(q: Any) -> bool:
+    def _dry_run(q: Any, verb: str) -> bool:
+        """``ValidateCreateOptions`` & co.: only ``All`` is a dry-run value (422 on the options kind)."""
         values = q.getall("dryRun", [])
         for v in values:
             if v != "All":
-                raise StatusError.bad_request(f'dryRun: Unsupported value: "{v}": supported values: "All"')
+                kind = {
+                    "create": "CreateOptions",
+                    "update": "UpdateOptions",
+                    "patch": "PatchOptions",
+                    "delete": "DeleteOptions",
+                    "deletecollection": "DeleteOptions",
+                }.get(verb, "ListOptions")
+                raise StatusError.invalid(
+                    "meta.k8s.io",
+                    kind,
+                    "",
+                    [
+                        {
+                            "reason": "FieldValueNotSupported",
+                            "field": "dryRun",
+                            "message": f'Unsupported value: "{v}": supported values: "All"',
+                        }
+                    ],
+                )
         return bool(values)
 
     @staticmethod

@@ -149,3 +149,31 @@ async def test_dry_run_does_not_persist(k8s: Client, namespace: str) -> None:
     await k8s.patch(r.CONFIGMAPS, "dry2", {"data": {"a": "2"}}, namespace, dry_run=True)
     await k8s.delete(r.CONFIGMAPS, "dry2", namespace, dry_run=True)
     assert (await k8s.get(r.CONFIGMAPS, "dry2", namespace))["data"] == {"a": "1"}
+
+
+@pytest.mark.parametrize(
+    ("method", "suffix", "body", "ctype", "code"),
+    [
+        ("PUT", "/bi", b"[1, 2]", "application/json", 400),
+        ("PUT", "/bi", b"{", "application/json", 400),
+        ("POST", "", b'"just a string"', "application/json", 400),
+        ("PATCH", "/bi", b'{"op": "add"}', "application/json-patch+json", 400),
+        ("PATCH", "/bi", b'[{"op": "bogus", "path": "/x"}]', "application/json-patch+json", 400),
+        ("DELETE", "/bi", b"{not json", "application/json", 400),
+        ("GET", "?limit=abc", None, None, 400),
+        ("GET", "?labelSelector=a%20in%20b", None, None, 400),
+        ("GET", "?dryRun=Sometimes", None, None, 422),
+        ("POST", "/bi", b"{}", "application/json", 405),
+    ],
+)
+async def test_bad_requests_get_kube_status_codes(
+    k8s: Client, namespace: str, method: str, suffix: str, body: bytes | None, ctype: str | None, code: int
+) -> None:
+    await k8s.create(r.CONFIGMAPS, configmap("bi"), namespace)
+    path = f"/api/v1/namespaces/{namespace}/configmaps{suffix}"
+    if method == "GET" and "dryRun" in suffix:
+        method, path, body, ctype = "POST", path, b'{"metadata": {"name": "dr"}}', "application/json"
+    with pytest.raises(ApiError) as e:
+        await k8s.request(method, path, body=body, content_type=ctype)
+    assert e.value.status == code, (e.value.status, e.value.message)
+    assert (await k8s.get(r.CONFIGMAPS, "bi", namespace))["metadata"]["name"] == "bi"
