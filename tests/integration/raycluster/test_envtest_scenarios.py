@@ -23,6 +23,7 @@ from kuberay_py.client.resources import (
     SERVICEACCOUNTS,
     SERVICES,
 )
+from kuberay_py.envtest import Environment
 from tests.integration.raycluster.conftest import (
     Operator,
     all_running,
@@ -483,3 +484,34 @@ async def test_ingress_created_and_kept_in_line_with_the_spec(
 
     await eventually(updated, "Ingress path updated")
     assert "UpdatedIngress" in await eventually(lambda: event_reasons(rc_client, ns), "events")
+
+
+@pytest.mark.builtin_only
+async def test_failed_pod_creation_sets_replica_failure_then_recovers(
+    operator: Operator, rc_client: Client, rc_namespace: str, rc_env: Environment
+) -> None:
+    if rc_env.server is None:
+        pytest.skip("fault injection needs the built-in API server")
+    ns, name = rc_namespace, "raycluster-quota"
+    await rc_client.create(RC, sample_cluster(name, ns, replicas=0), ns)
+    await eventually(lambda: head_pods(rc_client, ns, name), "head")
+    fault = rc_env.server.inject(
+        "POST", rf"/api/v1/namespaces/{ns}/pods$", 403, -1, reason="Forbidden", message="exceeded quota: pods"
+    )
+    try:
+        await update_spec(rc_client, ns, name, lambda o: o["spec"]["workerGroupSpecs"][0].update(replicas=2))
+        cond = await eventually(
+            lambda: _cond(rc_client, ns, name, "ReplicaFailure", "True"), "ReplicaFailure"
+        )
+        assert cond["reason"] == "FailedCreateWorkerPod"
+        assert "FailedToCreateWorkerPod" in await eventually(lambda: event_reasons(rc_client, ns), "events")
+    finally:
+        rc_env.server.clear_faults()
+    del fault
+    await eventually(lambda: _count(worker_pods(rc_client, ns, name), 2), "workers after the quota is lifted")
+
+    async def no_replica_failure() -> bool:
+        conds = (await _status_path(rc_client, ns, name, "conditions")) or []
+        return not any(c["type"] == "ReplicaFailure" for c in conds)
+
+    await eventually(no_replica_failure, "ReplicaFailure removed")
