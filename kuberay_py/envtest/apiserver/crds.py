@@ -79,6 +79,7 @@ def types_for(crd: Obj) -> list[ResourceType]:
                 crd_name=crd["metadata"]["name"],
                 schema=Schema(raw_schema) if raw_schema else None,
                 scale=sub.get("scale"),
+                printer_columns=tuple(v.get("additionalPrinterColumns") or ()),
                 storage_version=storage,
             )
         )

@@ -15,15 +15,16 @@ import structlog
 import yaml
 from aiohttp import web
 
-from . import discovery, openapi
+from . import discovery, openapi, tables
 from .core import ApiCore
 from .deletion import DeleteOptions, delete_collection, delete_object, success_status
 from .errors import StatusError
 from .faults import FaultInjector, RequestLog, RequestRecord
-from .listing import list_bytes
+from .listing import list_bytes, select
 from .meta import clone
 from .registry import ResourceType
 from .selectors import parse_field_selector, parse_label_selector
+from .tables import wants_table
 from .watchstream import WatchParams, serve_watch
 
 if TYPE_CHECKING:
@@ -246,6 +247,22 @@ class ApiHandler:
             selective = not (label_sel.empty and field_sel.empty)
             if verb in ("list", "watch"):
                 self._validate_list_options(q, verb == "watch")
+            table = wants_table(request.headers.get("Accept", ""))
+            include = q.get("includeObject", "Metadata")
+            if verb == "list" and table:
+                limit = self._int(q, "limit")
+                page, list_meta = select(
+                    core,
+                    rt,
+                    ns,
+                    matches,
+                    selective=selective,
+                    limit=limit if limit and limit > 0 else None,
+                    token=q.get("continue"),
+                )
+                bucket = core.storage.bucket(rt.key)
+                objs = [core.present(rt, bucket.objects[key]) for key in page]
+                return json_response(tables.table(rt, objs, core.clock.utcnow(), include, list_meta))
             if verb == "list":
                 limit = self._int(q, "limit")
                 body = list_bytes(
@@ -266,6 +283,13 @@ class ApiHandler:
                     float(timeout) if timeout else None,  # 0 means "server default", as in kube
                     _bool(q, "allowWatchBookmarks"),
                     None if send_initial is None else send_initial in _TRUE,
+                    (
+                        lambda o: orjson.dumps(
+                            tables.table(rt, [core.present(rt, o)], core.clock.utcnow(), include)
+                        )
+                    )
+                    if table
+                    else None,
                 )
                 return await serve_watch(
                     request,
@@ -302,7 +326,13 @@ class ApiHandler:
         name = route.name
         assert name is not None
         if verb == "get":
-            return json_response(core.present(rt, core.get(rt, ns, name)))
+            obj = core.present(rt, core.get(rt, ns, name))
+            if wants_table(request.headers.get("Accept", "")):
+                meta = {"resourceVersion": obj["metadata"].get("resourceVersion", "")}
+                return json_response(
+                    tables.table(rt, [obj], core.clock.utcnow(), q.get("includeObject", "Metadata"), meta)
+                )
+            return json_response(obj)
         if verb == "update":
             body = await self._object_body(request)
             obj = core.update(

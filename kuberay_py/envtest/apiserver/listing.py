@@ -10,6 +10,7 @@ history gets ``410 Expired`` just as an etcd-compacted one does.
 from __future__ import annotations
 
 import base64
+import bisect
 from collections.abc import Callable
 from typing import Any
 
@@ -19,7 +20,7 @@ from .core import ApiCore
 from .errors import StatusError
 from .registry import ResourceType
 
-__all__ = ["list_bytes"]
+__all__ = ["list_bytes", "select"]
 
 _EXPIRED_CONTINUE = (
     "The provided continue parameter is too old to display a consistent list result. You can "
@@ -52,6 +53,49 @@ def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
     return rv, (ns, name)
 
 
+def select(
+    core: ApiCore,
+    rt: ResourceType,
+    namespace: str | None,
+    matches: Callable[[dict[str, Any]], bool],
+    *,
+    selective: bool,
+    limit: int | None,
+    token: str | None,
+) -> tuple[list[tuple[str, str]], dict[str, Any]]:
+    """The keys of one page and the list metadata (resourceVersion, continue, remainingItemCount)."""
+    bucket = core.storage.bucket(rt.key)
+    list_rv = core.storage.rv
+    start: tuple[str, str] | None = None
+    if token:
+        list_rv, start = decode_continue(token)
+        if list_rv < bucket.compacted_rv:
+            raise StatusError.expired(_EXPIRED_CONTINUE)
+    keys = bucket.sorted_keys()
+    if start is not None:
+        keys = keys[bisect.bisect_right(keys, start) :]
+    if namespace is not None:
+        keys = [k for k in keys if k[0] == namespace]
+    page: list[tuple[str, str]] = []
+    more = False
+    remaining: int | None = None
+    objects = bucket.objects
+    for i, key in enumerate(keys):
+        if selective and not matches(objects[key]):
+            continue
+        if limit is not None and len(page) >= limit:
+            more = True
+            remaining = None if selective else len(keys) - i
+            break
+        page.append(key)
+    meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
+    if more and page:
+        meta["continue"] = encode_continue(list_rv, page[-1])
+        if remaining is not None:
+            meta["remainingItemCount"] = remaining
+    return page, meta
+
+
 def list_bytes(
     core: ApiCore,
     rt: ResourceType,
@@ -62,42 +106,16 @@ def list_bytes(
     limit: int | None,
     token: str | None,
 ) -> bytes:
+    page, meta = select(core, rt, namespace, matches, selective=selective, limit=limit, token=token)
     bucket = core.storage.bucket(rt.key)
-    list_rv = core.storage.rv
-    start: tuple[str, str] | None = None
-    if token:
-        list_rv, start = decode_continue(token)
-        if list_rv < bucket.compacted_rv:
-            raise StatusError.expired(_EXPIRED_CONTINUE)
-    keys = bucket.sorted_keys()
-    if start is not None:
-        import bisect
-
-        keys = keys[bisect.bisect_right(keys, start) :]
-    if namespace is not None:
-        keys = [k for k in keys if k[0] == namespace]
     av = rt.api_version
-    parts: list[bytes] = []
-    last: tuple[str, str] | None = None
-    more = False
     objects = bucket.objects
-    for i, key in enumerate(keys):
+    parts: list[bytes] = []
+    for key in page:
         obj = objects[key]
-        if selective and not matches(obj):
-            continue
-        if limit is not None and len(parts) >= limit:
-            more = True
-            remaining = None if selective else len(keys) - i
-            break
         if obj.get("apiVersion") == av:
             parts.append(bucket.encoded(key))
         else:
             parts.append(orjson.dumps({**obj, "apiVersion": av}))
-        last = key
-    meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
-    if more and last is not None:
-        meta["continue"] = encode_continue(list_rv, last)
-        if remaining is not None:
-            meta["remainingItemCount"] = remaining
     head = orjson.dumps({"kind": rt.list_kind, "apiVersion": av, "metadata": meta})
     return head[:-1] + b',"items":[' + b",".join(parts) + b"]}"

@@ -44,6 +44,7 @@ class ResourceType:
     schema: Any = None  # kuberay_py.envtest.apiserver.schema.Schema | None
     scale: dict[str, str] | None = None  # specReplicasPath/statusReplicasPath/labelSelectorPath
     storage_version: str = ""
+    printer_columns: tuple[Any, ...] = ()  # a CRD version's additionalPrinterColumns
 
     @property
     def key(self) -> tuple[str, str]:

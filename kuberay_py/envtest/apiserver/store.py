@@ -65,6 +65,8 @@ class Watcher:
         self.cut = False
         # Events at or below this resourceVersion were asked to be skipped (watch from a future RV).
         self.min_rv = 0
+        # Encodes an event's object differently (kubectl's Table watches); None: the stored JSON.
+        self.render: Any = None
 
     def _in_scope(self, obj: dict[str, Any]) -> bool:
         if self.namespace is None:
@@ -72,6 +74,10 @@ class Watcher:
         return bool((obj.get("metadata") or {}).get("namespace") == self.namespace)
 
     def _raw(self, ev: Event, obj: dict[str, Any], rv: int | None = None) -> bytes:
+        if self.render is not None:
+            if rv is not None:
+                obj = {**obj, "metadata": {**obj.get("metadata", {}), "resourceVersion": str(rv)}}
+            return bytes(self.render(obj))
         if obj is ev.obj and obj.get("apiVersion") == self.api_version:
             return ev.raw
         out = dict(obj)
@@ -103,6 +109,8 @@ class Watcher:
             self.queue.put_nowait(ev.line("DELETED", self._raw(ev, ev.old, ev.rv)))
 
     def _line(self, ev: Event, type_: str, obj: dict[str, Any]) -> bytes:
+        if self.render is not None:
+            return ev.line(type_, self._raw(ev, obj))
         if obj.get("apiVersion") == self.api_version:
             return ev.line(type_)
         return ev.line(type_, self._raw(ev, obj))

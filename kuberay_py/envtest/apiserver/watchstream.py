@@ -27,8 +27,14 @@ __all__ = ["WatchParams", "serve_watch"]
 
 class WatchParams:
     def __init__(
-        self, resource_version: str | None, timeout: float | None, bookmarks: bool, send_initial: bool | None
+        self,
+        resource_version: str | None,
+        timeout: float | None,
+        bookmarks: bool,
+        send_initial: bool | None,
+        render: Callable[[dict[str, Any]], bytes] | None = None,
     ) -> None:
+        self.render = render
         self.resource_version = resource_version
         self.timeout = timeout
         self.bookmarks = bookmarks
@@ -61,6 +67,7 @@ def open_watcher(
     """Register the watcher and compute what it must see first; raises StatusError(410) if too old."""
     bucket = core.storage.bucket(rt.key)
     w = Watcher(namespace, matches, rt.api_version)
+    w.render = params.render
     first: list[bytes] = []
     rv_text = params.resource_version
     initial = params.send_initial if params.send_initial is not None else rv_text in (None, "", "0")
@@ -68,11 +75,12 @@ def open_watcher(
         for key in bucket.iter_namespace(namespace):
             obj = bucket.objects[key]
             if matches(obj):
-                raw = (
-                    bucket.encoded(key)
-                    if obj.get("apiVersion") == rt.api_version
-                    else orjson.dumps({**obj, "apiVersion": rt.api_version})
-                )
+                if params.render is not None:
+                    raw = params.render(obj)
+                elif obj.get("apiVersion") == rt.api_version:
+                    raw = bucket.encoded(key)
+                else:
+                    raw = orjson.dumps({**obj, "apiVersion": rt.api_version})
                 first.append(b'{"type":"ADDED","object":' + raw + b"}\n")
         if params.send_initial and params.bookmarks:
             first.append(_bookmark(rt, core.storage.rv, initial_end=True))

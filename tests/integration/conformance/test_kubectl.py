@@ -61,3 +61,14 @@ async def test_kubectl_rejects_misspelled_type_with_field_path(envtest: Environm
     code, out = await kubectl(envtest, "-n", namespace, "apply", "-f", "-", stdin=bad.encode())
     assert code != 0
     assert "spec.workerGroupSpecs[0].replicas" in out and "must be of type integer" in out, out
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason="KubeRay samples not present")
+async def test_kubectl_get_prints_printer_columns(envtest: Environment, namespace: str) -> None:
+    await envtest.install_crds([SAMPLE.parent.parent / "crd"])
+    code, out = await kubectl(envtest, "-n", namespace, "apply", "-f", "-", stdin=SAMPLE_TEXT.encode())
+    assert code == 0, out
+    code, out = await kubectl(envtest, "-n", namespace, "get", "rayclusters")
+    assert code == 0, out
+    header = out.splitlines()[0].split()
+    assert header[:3] == ["NAME", "DESIRED", "WORKERS"] and "STATUS" in header and "AGE" in header, out
