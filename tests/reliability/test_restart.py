@@ -20,7 +20,7 @@ from controllers.rayservice.cluster import DELETION_DEADLINE_ANNOTATION_KEY
 from kuberay_py.client import NotFound
 from kuberay_py.client.resources import PODS
 
-from .conftest import OperatorFactory, Rig, eventually, rayservice
+from .conftest import OperatorFactory, Rig, Traffic, eventually, rayservice
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER_SAMPLE = ROOT / "tests" / "fixtures" / "kuberay" / "samples" / "ray-cluster.sample.yaml"
@@ -147,3 +147,71 @@ async def test_old_cluster_deletion_deadline_survives_a_sigkill(
         return {p["metadata"]["labels"]["ray.io/cluster"] for p in pods} == {active}
 
     await eventually(only_active_pods, f"only {active}'s Pods left")
+
+
+async def test_sigkill_mid_upgrade_under_traffic_then_restart_finishes_the_upgrade(
+    rig: Rig, operator_processes: OperatorFactory
+) -> None:
+    ns = rig.namespace
+    first = operator_processes(rig)
+    await rig.client.create(RAYSERVICES, rayservice(delay=2), ns)
+    svc = await rig.wait_ready("rs", endpoints=4)
+    old = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    await rig.wait_ready_pods("rs-serve-svc", 4)
+    rig.server.request_log.clear()
+
+    async with Traffic(rig, "rs-serve-svc", max_seconds=60, max_requests=8000) as traffic:
+        slow = rig.server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 0, count=-1, delay=0.4)
+        svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
+        await rig.client.update(RAYSERVICES, svc)
+
+        async def new_cluster_workers() -> str | None:
+            for rc in (await rig.client.list(RAYCLUSTERS, ns))["items"]:
+                name = rc["metadata"]["name"]
+                if name != old and await rig.pods(name, "worker"):
+                    return str(name)
+            return None
+
+        new = await eventually(new_cluster_workers, "the first worker Pod of the new cluster")
+        first.kill9()
+        killed_with = len(await rig.pods(new, "worker"))
+        assert 1 <= killed_with < 3, f"not killed mid-scale-up: {killed_with} workers"
+        slow.remaining = 0
+        second = operator_processes(rig)
+
+        async def promoted() -> dict[str, Any] | None:
+            cur = await rig.rs()
+            status = cur.get("status") or {}
+            done = (status.get("activeServiceStatus") or {}).get("rayClusterName") == new and not (
+                status.get("pendingServiceStatus") or {}
+            ).get("rayClusterName")
+            return cur if done else None
+
+        await eventually(promoted, f"{new} promoted", timeout=60)
+
+        async def old_gone() -> bool:
+            return not await rig.pods(old) and not [
+                rc
+                for rc in (await rig.client.list(RAYCLUSTERS, ns))["items"]
+                if rc["metadata"]["name"] == old
+            ]
+
+        await eventually(old_gone, f"{old} and its Pods deleted after the delay", timeout=60)
+        await rig.wait_ready("rs", endpoints=4)
+        mark = traffic.report.sent
+        await eventually(lambda: traffic.sent_at_least(mark + 50), "traffic on the new cluster")
+
+    assert second.running(), second.output()
+    report = traffic.report
+    assert report.failures == [], report.failures[:10]
+    assert report.ok == report.sent > 200
+    assert report.min_endpoints is not None and report.min_endpoints >= 1
+    log = rig.server.request_log.records
+    created = [r for r in log if r.verb == "create" and r.status == 201]
+    # one new cluster and one Pod each for its head and 3 workers, across both processes
+    assert sum(1 for r in created if r.resource == "rayclusters.ray.io") == 1
+    assert sum(1 for r in created if r.resource == "pods") == 4
+    assert len(await rig.pods(new, "head")) == 1 and len(await rig.pods(new, "worker")) == 3
+    # every delete was of the old cluster or its Pods (the garbage collector's cascade)
+    deletes = [r.path for r in log if r.verb in ("delete", "deletecollection")]
+    assert deletes and all(path.rsplit("/", 1)[-1].startswith(old) for path in deletes), deletes
