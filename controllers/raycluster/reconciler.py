@@ -123,7 +123,9 @@ class RayClusterReconciler:
         if needs_finalizer(cluster, self.options) and C.GCS_FT_REDIS_CLEANUP_FINALIZER not in (
             cluster["metadata"].get("finalizers") or []
         ):
+            old_rv = str(cluster["metadata"].get("resourceVersion", ""))
             cluster = await add_finalizer(self.client, cluster)
+            self._written[key] = (old_rv, cluster)  # until the watch shows the finalizer
 
         failure: ReplicaFailure | None = None
         error: Exception | None = None
