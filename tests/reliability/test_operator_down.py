@@ -8,6 +8,8 @@ traffic routed through the currently-ready endpoints never fails.
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from controllers.constants import RAYSERVICES
@@ -117,3 +119,31 @@ async def test_deleted_worker_leaves_the_endpoints_after_the_operator_was_killed
 
 async def _not_listed(rig: Rig, pod: str) -> bool:
     return pod not in await rig.listed_pods(SERVE_SVC)
+
+
+async def test_head_proxy_failure_while_down_is_caught_up_by_the_next_operator(rig: Rig) -> None:
+    """The one thing that needs the operator: the head's place in the serve Service.
+
+    The head cannot carry a Serve readiness probe (it would also leave the head Service the
+    workers need), so its ``ray.io/serve`` label is the operator's. While no operator runs, a head
+    whose proxy fails stays selected; the next operator to start corrects it at once.
+    """
+    async with InProcessOperator(rig) as operator:
+        await rig.client.create(RAYSERVICES, rayservice(), rig.namespace)
+        cluster, _head_ip, workers = await _converged(rig)
+        await operator.stop()
+    head = (await rig.pods(cluster, "head"))[0]["metadata"]["name"]
+    rig.runtime.faults(rig.namespace, head).proxy_unhealthy = True
+    # the kubelet keeps probing the head (raylet and GCS: fine) and changes nothing
+    kubelet = rig.env.simulator.kubelet
+    rounds = kubelet.probe_rounds(rig.namespace, head, "readiness")
+    await asyncio.wait_for(kubelet.wait_for_probe_rounds(rig.namespace, head, "readiness", rounds + 3), 30)
+    assert await rig.ready_pods(SERVE_SVC) == {head, *workers}
+    labels = (await rig.client.get(PODS, head, rig.namespace))["metadata"]["labels"]
+    assert labels["ray.io/serve"] == "true"
+
+    async with InProcessOperator(rig):
+        await rig.wait_ready_pods(SERVE_SVC, set(workers))
+        await rig.wait_ready("rs", endpoints=3)
+        labels = (await rig.client.get(PODS, head, rig.namespace))["metadata"]["labels"]
+        assert labels["ray.io/serve"] == "false"
