@@ -4,9 +4,10 @@ kubectl (``--validate=strict``, the default) downloads ``/openapi/v3`` to learn 
 accepts the ``fieldValidation`` query parameter; without an answer it refuses to apply anything
 ("failed to download openapi"). Each group-version document lists, per resource, the object path
 with a PATCH operation carrying ``x-kubernetes-group-version-kind`` and the ``fieldValidation``
-parameter -- the only things kubectl's ``QueryParamVerifierV3`` reads. Schemas are not published
-(kubectl then builds client-side-apply patches from its compiled-in types, as it does for CRDs
-without schemas).
+parameter -- the only things kubectl's ``QueryParamVerifierV3`` reads. Custom resources' schemas
+are published (``components.schemas`` with ``x-kubernetes-group-version-kind``) so
+``kubectl explain`` works for them; built-in kinds' schemas are not (kubectl builds
+client-side-apply patches from its compiled-in types instead).
 """
 
 from __future__ import annotations
@@ -42,7 +43,16 @@ def openapi_group_version(registry: Registry, group: str, version: str) -> dict[
     if not types:
         return None
     paths: dict[str, Any] = {}
+    schemas: dict[str, Any] = {}
     for rt in types:
+        if rt.schema is not None:
+            rev = ".".join(reversed(rt.group.split(".")))
+            schemas[f"{rev}.{rt.version}.{rt.kind}"] = {
+                **rt.schema.raw,
+                "x-kubernetes-group-version-kind": [
+                    {"group": rt.group, "kind": rt.kind, "version": rt.version}
+                ],
+            }
         gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
         content = [
             "application/json-patch+json",
@@ -65,7 +75,7 @@ def openapi_group_version(registry: Registry, group: str, version: str) -> dict[
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": "v1.32.0"},
         "paths": paths,
-        "components": {"schemas": {}},
+        "components": {"schemas": schemas},
     }
 
 

@@ -72,3 +72,11 @@ async def test_kubectl_get_prints_printer_columns(envtest: Environment, namespac
     assert code == 0, out
     header = out.splitlines()[0].split()
     assert header[:3] == ["NAME", "DESIRED", "WORKERS"] and "STATUS" in header and "AGE" in header, out
+
+
+@pytest.mark.skipif(not SAMPLE.exists(), reason="KubeRay samples not present")
+async def test_kubectl_explain_custom_resource(envtest: Environment) -> None:
+    await envtest.install_crds([SAMPLE.parent.parent / "crd"])
+    code, out = await kubectl(envtest, "explain", "rayclusters.spec.workerGroupSpecs.numOfHosts")
+    assert code == 0, out
+    assert "KIND:       RayCluster" in out and "numOfHosts <integer>" in out, out
