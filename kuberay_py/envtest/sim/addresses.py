@@ -10,16 +10,25 @@ recreated Pod does not inherit a stale address that clients may still be talking
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import random
 from collections import deque
 
 __all__ = ["AddressAllocator", "AddressPoolExhausted", "random_block"]
 
 
+_block_sequence = itertools.count(random.Random().randrange(254))
+
+
 def random_block(rng: random.Random | None = None) -> tuple[str, str]:
-    """A random 127.N.0.0/16 block (N in 1..254), so simulators in different processes sharing the
-    host's loopback (parallel test runs) rarely hand out the same address."""
-    n = (rng or random.Random()).randint(1, 254)
+    """A 127.N.0.0/16 block (N in 1..254) for one simulator.
+
+    Across processes sharing the host's loopback (parallel test runs, a demo beside a test suite)
+    the starting block is random, so they rarely meet; within one process consecutive simulators
+    take consecutive blocks, so up to 254 live simulators never hand out the same address.
+    Passing ``rng`` picks a block at random instead (deterministic tests).
+    """
+    n = rng.randint(1, 254) if rng is not None else next(_block_sequence) % 254 + 1
     return f"127.{n}.0.1", f"127.{n}.255.254"
 
 

@@ -25,3 +25,11 @@ def test_freed_addresses_are_reused_last_and_reserve_claims_a_known_one() -> Non
 def test_rejects_non_loopback_ranges() -> None:
     with pytest.raises(ValueError):
         AddressAllocator("10.0.0.1", "10.0.0.9")
+
+
+def test_simulators_in_one_process_get_distinct_blocks() -> None:
+    from kuberay_py.envtest.sim.addresses import random_block
+
+    blocks = [random_block()[0] for _ in range(254)]
+    assert len(set(blocks)) == 254
+    assert all(b.startswith("127.") and b.endswith(".0.1") for b in blocks)
