@@ -39,6 +39,7 @@ from kuberay_py.client.resources import ENDPOINTSLICES, EVENTS, PODS
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.apiserver.server import BuiltinAPIServer
 from kuberay_py.manager import Manager
+from kuberay_py.metrics import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = str(ROOT / "config" / "crd" / "bases")
@@ -115,6 +116,25 @@ async def eventually(fn: Callable[[], Awaitable[Any]], what: str, timeout: float
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
         await asyncio.sleep(0.05)
+
+
+# -- in-process operator metrics ------------------------------------------------------------------
+
+
+def _sample(name: str, labels: dict[str, str]) -> float:
+    return registry.get_sample_value(name, labels) or 0.0
+
+
+def reconciles(controller: str) -> float:
+    """Finished reconciles of a controller in this process (the in-process operator's metrics)."""
+    return _sample(
+        "controller_runtime_reconcile_total", {"controller": controller, "result": "success"}
+    ) + _sample("controller_runtime_reconcile_total", {"controller": controller, "result": "requeue_after"})
+
+
+def head_checks() -> float:
+    """Healthy head-proxy checks so far: the in-process operator's heartbeat."""
+    return _sample("kuberay_head_proxy_health_checks_total", {"result": "healthy"})
 
 
 # -- the rig --------------------------------------------------------------------------------------

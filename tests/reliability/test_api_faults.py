@@ -7,6 +7,7 @@ serve Service must keep its ready endpoints all along.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ import yaml
 
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 
-from .conftest import InProcessOperator, Rig, Traffic, eventually, rayservice, serve_config
+from .conftest import InProcessOperator, Rig, Traffic, eventually, head_checks, rayservice, serve_config
 
 SERVE_SVC = "rs-serve-svc"
 DELETES = ("delete", "deletecollection")
@@ -125,3 +126,51 @@ async def test_faults_while_a_rayservice_comes_up_give_one_cluster_and_no_delete
         res: sum(1 for r in created if r.resource == res) for res in ("rayclusters.ray.io", "pods")
     }
     assert by_resource == {"rayclusters.ray.io": 1, "pods": 4}
+
+
+async def test_expired_and_cut_watches_relist_quietly_and_changes_still_arrive(rig: Rig) -> None:
+    ns = rig.namespace
+    server = rig.server
+    async with InProcessOperator(rig):
+        await rig.client.create(RAYSERVICES, rayservice(), ns)
+        svc = await rig.wait_ready("rs", endpoints=4)
+        cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
+        await rig.wait_ready_pods(SERVE_SVC, 4)
+
+        # 410 Expired on every watch (an etcd compaction): every informer must relist
+        server.request_log.clear()
+        assert server.force_expire_watches() > 0
+        kinds = (
+            "rayservices.ray.io",
+            "rayclusters.ray.io",
+            "pods",
+            "services",
+            "endpointslices.discovery.k8s.io",
+        )
+
+        async def relisted() -> bool:
+            lists = {r.resource for r in server.request_log.records if r.verb == "list" and r.status == 200}
+            return set(kinds) <= lists
+
+        await eventually(relisted, "every informer relisted after the 410")
+        beats = head_checks()
+        await eventually(
+            lambda: _at_least(head_checks, beats + 10), "10 more head-proxy checks after the relist"
+        )
+        writes = [r for r in server.request_log.records if r.verb in ("create", "update", "patch", "delete")]
+        assert writes == [], writes  # a relist that finds nothing new writes nothing
+
+        # connections dropped mid-stream, then a change: it must still reach the operator
+        assert server.cut_watches() > 0
+        svc = await rig.rs()
+        svc["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(2))
+        await rig.client.update(RAYSERVICES, svc)
+        cur = await rig.wait_ready("rs", endpoints=3)
+        await rig.wait_ready_pods(SERVE_SVC, 3)
+    assert cur["status"]["activeServiceStatus"]["rayClusterName"] == cluster
+    apps = cur["status"]["activeServiceStatus"]["applicationStatuses"]
+    assert apps["fruit_app"]["status"] == "RUNNING"
+
+
+async def _at_least(counter: Callable[[], float], n: float) -> bool:
+    return counter() >= n

@@ -15,26 +15,11 @@ import pytest
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.raycluster.reconciler import CONTROLLER_NAME as RAYCLUSTER_CONTROLLER
 from kuberay_py.client.resources import PODS
-from kuberay_py.metrics import registry
 
-from .conftest import InProcessOperator, Rig, eventually, rayservice
+from .conftest import InProcessOperator, Rig, eventually, head_checks, rayservice, reconciles
 
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 pytestmark = pytest.mark.builtin_only
-
-
-def _sample(name: str, labels: dict[str, str]) -> float:
-    return registry.get_sample_value(name, labels) or 0.0
-
-
-def _reconciles(controller: str) -> float:
-    return _sample(
-        "controller_runtime_reconcile_total", {"controller": controller, "result": "success"}
-    ) + _sample("controller_runtime_reconcile_total", {"controller": controller, "result": "requeue_after"})
-
-
-def _head_checks() -> float:
-    return _sample("kuberay_head_proxy_health_checks_total", {"result": "healthy"})
 
 
 async def _cluster_settled(rig: Rig, name: str, workers: int) -> dict[str, Any] | None:
@@ -64,18 +49,18 @@ async def test_converged_rayservice_makes_zero_writes(rig: Rig) -> None:
         log = rig.server.request_log
         log.clear()
         checks, rs_runs, rc_runs = (
-            _head_checks(),
-            _reconciles("rayservice"),
-            _reconciles(RAYCLUSTER_CONTROLLER),
+            head_checks(),
+            reconciles("rayservice"),
+            reconciles(RAYCLUSTER_CONTROLLER),
         )
         for res in (RAYSERVICES, RAYCLUSTERS, PODS):
             operator.manager.cache.informer_for(res).resync()
 
         async def window_done() -> bool:
             return (
-                _reconciles("rayservice") >= rs_runs + 1
-                and _reconciles(RAYCLUSTER_CONTROLLER) >= rc_runs + 1
-                and _head_checks() >= checks + 10
+                reconciles("rayservice") >= rs_runs + 1
+                and reconciles(RAYCLUSTER_CONTROLLER) >= rc_runs + 1
+                and head_checks() >= checks + 10
             )
 
         await eventually(window_done, "a resync round and 10 head-proxy checks")
