@@ -205,8 +205,14 @@ async def run_demo(
                 return 1
             out.write(f"applied {len(applied)} object(s)\n")
             return await _run_with_operator(
-                env, client, applied, flags, no_operator=no_operator,
-                until_ready=until_ready, timeout=timeout, out=out,
+                env,
+                client,
+                applied,
+                flags,
+                no_operator=no_operator,
+                until_ready=until_ready,
+                timeout=timeout,
+                out=out,
             )
 
 
@@ -269,8 +275,12 @@ async def _run_with_operator(
             nonlocal result
             # Without an operator nothing becomes ready by itself; keep serving until interrupted.
             result = await _watch_until(
-                client, applied, progress, until_ready=until_ready and not no_operator,
-                timeout=timeout, out=out,
+                client,
+                applied,
+                progress,
+                until_ready=until_ready and not no_operator,
+                timeout=timeout,
+                out=out,
             )
             await finish()
 

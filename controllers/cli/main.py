@@ -24,8 +24,12 @@ def main(argv: list[str] | None = None) -> int:
 
         async def demo() -> int:
             return await run_demo(
-                flags, files=args.files, until_ready=args.until_ready, timeout=args.timeout,
-                kubeconfig_out=args.kubeconfig_out, no_operator=args.no_operator,
+                flags,
+                files=args.files,
+                until_ready=args.until_ready,
+                timeout=args.timeout,
+                kubeconfig_out=args.kubeconfig_out,
+                no_operator=args.no_operator,
             )
 
         try:

@@ -29,8 +29,15 @@ SCANNED = ["controllers", "kuberay_py/manager"]
 SKIPPED = ["controllers/cli/demo.py", "controllers/raysim", "controllers/api"]
 
 CLIENT_VERBS = {
-    "get": "get", "list": "list", "list_all": "list", "watch": "watch", "create": "create",
-    "update": "update", "update_status": "update", "patch": "patch", "delete": "delete",
+    "get": "get",
+    "list": "list",
+    "list_all": "list",
+    "watch": "watch",
+    "create": "create",
+    "update": "update",
+    "update_status": "update",
+    "patch": "patch",
+    "delete": "delete",
     "delete_collection": "deletecollection",
 }
 CACHE_READS = {"get", "list", "list_owned", "informer_for"}

@@ -80,9 +80,7 @@ def test_cluster_role_grants_everything_the_code_needs() -> None:
     needed = set(derive()) - LEADER_ELECTION
     missing = needed - cluster_role()
     sites = derive()
-    assert not missing, "role.yaml lacks:\n" + "\n".join(
-        f"{p}: {sites[p][0]}" for p in sorted(missing)
-    )
+    assert not missing, "role.yaml lacks:\n" + "\n".join(f"{p}: {sites[p][0]}" for p in sorted(missing))
 
 
 def test_cluster_role_grants_nothing_else() -> None:
@@ -103,8 +101,12 @@ def test_autoscaler_role_is_covered_by_the_operators_own_rules() -> None:
     # RBAC escalation prevention: a Role can only be created by someone holding its permissions.
     from controllers.raycluster.autoscaler import autoscaler_role
 
-    cluster = {"metadata": {"name": "rc", "namespace": "ns", "uid": "u"}, "apiVersion": "ray.io/v1",
-               "kind": "RayCluster", "spec": {}}
+    cluster = {
+        "metadata": {"name": "rc", "namespace": "ns", "uid": "u"},
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "spec": {},
+    }
     granted = flatten(autoscaler_role(cluster)["rules"])
     assert granted <= cluster_role(), sorted(granted - cluster_role())
 
@@ -120,5 +122,7 @@ def test_bindings_point_at_the_service_account_the_deployment_runs_as() -> None:
         assert binding["roleRef"]["kind"] == kind
         assert binding["subjects"] == [subject]
     assert load("role_binding.yaml")["roleRef"]["name"] == "kuberay-operator"
-    assert load("leader_election_role_binding.yaml")["roleRef"]["name"] == load(
-        "leader_election_role.yaml")["metadata"]["name"]
+    assert (
+        load("leader_election_role_binding.yaml")["roleRef"]["name"]
+        == load("leader_election_role.yaml")["metadata"]["name"]
+    )

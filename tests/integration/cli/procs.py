@@ -33,7 +33,11 @@ class Proc:
         env = dict(os.environ, PYTHONUNBUFFERED="1")
         self.argv = [str(OPERATOR), *args]
         self.popen = subprocess.Popen(
-            self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            self.argv,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
             cwd=cwd or ROOT,
         )
         self.stdout: list[str] = []
@@ -79,8 +83,10 @@ class Proc:
                 rec = json.loads(line)
             except ValueError:
                 return False
-            return isinstance(rec, dict) and rec.get("event") == event and all(
-                rec.get(k) == v for k, v in fields.items()
+            return (
+                isinstance(rec, dict)
+                and rec.get("event") == event
+                and all(rec.get(k) == v for k, v in fields.items())
             )
 
         return dict(json.loads(self.wait_for(matches, stream="stderr", timeout=timeout)))
@@ -102,8 +108,10 @@ class Proc:
 
     def __str__(self) -> str:
         return (
-            f"$ {' '.join(self.argv)}\n--- stdout ---\n" + "\n".join(self.stdout[-40:])
-            + "\n--- stderr ---\n" + "\n".join(self.stderr[-60:])
+            f"$ {' '.join(self.argv)}\n--- stdout ---\n"
+            + "\n".join(self.stdout[-40:])
+            + "\n--- stderr ---\n"
+            + "\n".join(self.stderr[-60:])
         )
 
 

@@ -19,8 +19,15 @@ def _last_state(lines: list[str], prefix: str) -> str:
 
 def test_demo_until_ready_exits_0_with_every_sample_ready(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
-    demo = Proc("demo", "--until-ready", "--timeout", str(READY_TIMEOUT), *LOOPBACK,
-                "--kubeconfig-out", str(kubeconfig))
+    demo = Proc(
+        "demo",
+        "--until-ready",
+        "--timeout",
+        str(READY_TIMEOUT),
+        *LOOPBACK,
+        "--kubeconfig-out",
+        str(kubeconfig),
+    )
     try:
         # While it runs, the written kubeconfig reaches the embedded API server (kubectl's view).
         demo.wait_for(lambda line: line.startswith("applied 2 object(s)"), timeout=120)
@@ -32,8 +39,10 @@ def test_demo_until_ready_exits_0_with_every_sample_ready(tmp_path: Path) -> Non
     assert rc == 0, str(demo)
     out = demo.stdout
     assert "all objects are ready" in out, str(demo)
-    assert re.match(r"operator running; metrics: http://127\.0\.0\.1:\d+$", next(
-        line for line in out if line.startswith("operator running"))), str(demo)
+    assert re.match(
+        r"operator running; metrics: http://127\.0\.0\.1:\d+$",
+        next(line for line in out if line.startswith("operator running")),
+    ), str(demo)
     assert _last_state(out, "raycluster/raycluster-kuberay:").startswith(
         "raycluster/raycluster-kuberay: state=ready workers=1/1"
     ), str(demo)

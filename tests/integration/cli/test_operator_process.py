@@ -23,8 +23,9 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Proc, Path]]:
     kubeconfig = tmp_path / "kubeconfig"
     demo = Proc("demo", "--no-operator", "--kubeconfig-out", str(kubeconfig))
     try:
-        demo.wait_for(lambda line: line.startswith("embedded cluster only (--no-operator)"),
-                      timeout=START_TIMEOUT)
+        demo.wait_for(
+            lambda line: line.startswith("embedded cluster only (--no-operator)"), timeout=START_TIMEOUT
+        )
         hint = demo.wait_for(lambda line: "kuberay-operator run --kubeconfig" in line, timeout=10)
         assert str(kubeconfig) in hint
         yield demo, kubeconfig
@@ -33,8 +34,15 @@ def cluster(tmp_path: Path) -> Iterator[tuple[Proc, Path]]:
 
 
 def _operator(kubeconfig: Path, *extra: str) -> tuple[Proc, str]:
-    op = Proc("run", "--kubeconfig", str(kubeconfig), *LOOPBACK,
-              "--graceful-shutdown-timeout", str(GRACEFUL), *extra)
+    op = Proc(
+        "run",
+        "--kubeconfig",
+        str(kubeconfig),
+        *LOOPBACK,
+        "--graceful-shutdown-timeout",
+        str(GRACEFUL),
+        *extra,
+    )
     health = op.json_log("serving", server="health", timeout=START_TIMEOUT)["url"]
     poll(lambda: http_status(f"{health}/readyz") == 200, timeout=START_TIMEOUT, what="/readyz 200")
     return op, health
@@ -62,12 +70,16 @@ def test_separate_operator_readies_samples_then_drains_on_sigterm(cluster: tuple
 
 def test_sigterm_turns_readyz_unready_first_and_releases_the_lease(cluster: tuple[Proc, Path]) -> None:
     demo, kubeconfig = cluster
-    op, health = _operator(kubeconfig, "--enable-leader-election=true", "--leader-election-namespace",
-                           "default")
+    op, health = _operator(
+        kubeconfig, "--enable-leader-election=true", "--leader-election-namespace", "default"
+    )
     try:
         lease_path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/ray-operator-leader"
-        poll(lambda: bool(kube_get(kubeconfig, lease_path)["spec"].get("holderIdentity")),
-             timeout=60, what="the operator to hold the lease")
+        poll(
+            lambda: bool(kube_get(kubeconfig, lease_path)["spec"].get("holderIdentity")),
+            timeout=60,
+            what="the operator to hold the lease",
+        )
         # Freeze the API server: the drain's final step (releasing the Lease) now waits on it, so
         # the process provably stays up after SIGTERM and /readyz can be observed from outside.
         demo.signal(signal.SIGSTOP)

@@ -1,0 +1,151 @@
+"""Every request the operator actually sends is allowed by config/rbac (the dynamic half of test_rbac).
+
+The operator (wired exactly as ``kuberay-operator run`` wires it, leader election on) runs against
+the embedded cluster with the simulator and fake Ray through a scenario touching most code paths:
+samples become ready, a worker group scales down, an autoscaling cluster gets its ServiceAccount,
+Role and RoleBinding, the RayService and the RayCluster are deleted (finalizers). Its HTTP requests
+are recorded on its own client session (the simulator's and the test's are not), mapped to
+``(apiGroup, resource[/subresource], verb)`` and checked against role.yaml + leader_election_role.yaml.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import aiohttp
+import yaml
+
+from controllers.api.crdgen import write_crds
+from controllers.cli.flags import OperatorFlags
+from controllers.cli.operator import build_manager
+from controllers.constants import RAYCLUSTERS, RAYSERVICES
+from controllers.raysim import RayPodRuntime
+from kuberay_py.client import Client, NotFound
+from kuberay_py.envtest import Environment
+from tests.integration.raycluster.conftest import eventually
+from tests.unit.test_rbac import cluster_role, leader_election_role
+
+ROOT = Path(__file__).resolve().parents[3]
+SAMPLES = ROOT / "config" / "samples"
+WAIT = 240.0  # a bound so a stuck scenario fails; not a performance assertion
+
+Permission = tuple[str, str, str]
+
+
+def permission(method: str, url: Any) -> Permission | None:
+    """The RBAC permission a request needs; None for discovery and non-resource paths."""
+    parts = [p for p in url.path.split("/") if p]
+    if parts[:1] == ["api"] and len(parts) >= 3:
+        group, rest = "", parts[2:]
+    elif parts[:1] == ["apis"] and len(parts) >= 4:
+        group, rest = parts[1], parts[3:]
+    else:
+        return None
+    if rest[0] == "namespaces" and len(rest) >= 3:
+        rest = rest[2:]
+    resource = rest[0] + (f"/{rest[2]}" if len(rest) > 2 else "")
+    named = len(rest) > 1
+    verb = {
+        "GET": "get" if named else ("watch" if url.query.get("watch") in ("true", "1") else "list"),
+        "POST": "create",
+        "PUT": "update",
+        "PATCH": "patch",
+        "DELETE": "delete" if named else "deletecollection",
+    }[method]
+    return group, resource, verb
+
+
+def recorder(seen: set[Permission]) -> aiohttp.TraceConfig:
+    async def on_start(_: aiohttp.ClientSession, __: SimpleNamespace, params: Any) -> None:
+        perm = permission(params.method, params.url)
+        if perm is not None:
+            seen.add(perm)
+
+    trace = aiohttp.TraceConfig()
+    trace.on_request_start.append(on_start)
+    return trace
+
+
+async def _status(client: Client, res: Any, name: str) -> dict[str, Any]:
+    try:
+        return dict((await client.get(res, name, "default")).get("status") or {})
+    except NotFound:
+        return {}
+
+
+async def _gone(client: Client, res: Any, name: str) -> bool:
+    try:
+        await client.get(res, name, "default")
+    except NotFound:
+        return True
+    return False
+
+
+async def test_every_request_the_operator_sends_is_allowed_by_rbac(tmp_path: Path) -> None:
+    write_crds(str(tmp_path))
+    seen: set[Permission] = set()
+    async with (
+        Environment([str(tmp_path)], simulate=True, pod_runtime=RayPodRuntime()) as env,
+        env.new_client() as client,
+    ):
+        flags = OperatorFlags(
+            metrics_addr="0", health_probe_bind_address="0", leader_election_namespace="default"
+        )
+        manager = build_manager(env.client_config, flags, leader_election=True)
+        # Test-only: the manager builds its own Client; give it a session that records requests.
+        manager.client._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=0), trace_configs=[recorder(seen)]
+        )
+        run = asyncio.create_task(manager.run(install_signal_handlers=False))
+        try:
+            for sample in ("ray-cluster.sample.yaml", "ray-service.sample.yaml"):
+                body = yaml.safe_load((SAMPLES / sample).read_text())
+                await client.create(
+                    RAYCLUSTERS if body["kind"] == "RayCluster" else RAYSERVICES, body, "default"
+                )
+            autoscaling = copy.deepcopy(yaml.safe_load((SAMPLES / "ray-cluster.sample.yaml").read_text()))
+            autoscaling["metadata"]["name"] = "autoscaling"
+            autoscaling["spec"]["enableInTreeAutoscaling"] = True
+            await client.create(RAYCLUSTERS, autoscaling, "default")
+
+            async def samples_ready() -> bool:
+                rc = await _status(client, RAYCLUSTERS, "raycluster-kuberay")
+                svc = await _status(client, RAYSERVICES, "rayservice-sample")
+                ready = {c["type"]: c["status"] for c in svc.get("conditions") or []}
+                return rc.get("state") == "ready" and ready.get("Ready") == "True"
+
+            await eventually(samples_ready, "samples ready", WAIT)
+            await client.patch(
+                RAYCLUSTERS,
+                "raycluster-kuberay",
+                [
+                    {"op": "replace", "path": "/spec/workerGroupSpecs/0/minReplicas", "value": 0},
+                    {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 0},
+                ],
+                "default",
+                patch_type="json",
+            )
+
+            async def scaled_down() -> bool:
+                status = await _status(client, RAYCLUSTERS, "raycluster-kuberay")
+                return status.get("desiredWorkerReplicas") == 0 and status.get("availableWorkerReplicas") == 0
+
+            await eventually(scaled_down, "scale down", WAIT)
+            await client.delete(RAYSERVICES, "rayservice-sample", "default")
+            await eventually(lambda: _gone(client, RAYSERVICES, "rayservice-sample"), "RayService gone", WAIT)
+            await client.delete(RAYCLUSTERS, "raycluster-kuberay", "default")
+            await eventually(lambda: _gone(client, RAYCLUSTERS, "raycluster-kuberay"), "cluster gone", WAIT)
+        finally:
+            manager.stop()
+            await asyncio.wait_for(run, 60)
+
+    allowed = cluster_role() | leader_election_role()
+    assert ("rbac.authorization.k8s.io", "roles", "create") in seen  # the scenario reached autoscaling
+    assert ("coordination.k8s.io", "leases", "update") in seen
+    assert ("ray.io", "rayclusters/status", "update") in seen
+    denied = sorted(seen - allowed)
+    assert not denied, f"the operator sent requests config/rbac does not allow: {denied}"
