@@ -35,11 +35,14 @@ def apply_merge_patch(target: Any, patch: Any) -> Any:
 def apply_json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
     if not isinstance(ops, list):
         raise StatusError.bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
+    if not all(isinstance(op, dict) for op in ops):
+        raise StatusError.bad_request("json: cannot unmarshal into Go value of type jsonpatch.Operation")
     try:
         patch = jsonpatch.JsonPatch(ops)
         out = patch.apply(target)
     except jsonpatch.InvalidJsonPatch as e:
-        raise StatusError.bad_request(str(e)) from None
+        # evanphx/json-patch decodes any list of objects; a bad operation fails when applied (422)
+        raise StatusError.unprocessable(str(e)) from None
     except (
         jsonpatch.JsonPatchException,
         jsonpatch.JsonPointerException,

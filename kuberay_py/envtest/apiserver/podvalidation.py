@@ -75,14 +75,10 @@ def _container(c: Any, path: str, volumes: set[str], names: set[str]) -> list[Ca
         if not isinstance(p, dict):
             continue
         cp = p.get("containerPort")
-        if not isinstance(cp, int) or not 1 <= cp <= 65535:
-            causes.append(
-                invalid(
-                    f"{ppath}.containerPort",
-                    cp if cp is not None else 0,
-                    "must be between 1 and 65535, inclusive",
-                )
-            )
+        if not cp:
+            causes.append(required(f"{ppath}.containerPort"))
+        elif not isinstance(cp, int) or not 1 <= cp <= 65535:
+            causes.append(invalid(f"{ppath}.containerPort", cp, "must be between 1 and 65535, inclusive"))
         pname = p.get("name")
         if pname:
             causes.extend(invalid(f"{ppath}.name", pname, m) for m in _port_name_problems(str(pname)))

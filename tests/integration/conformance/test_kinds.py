@@ -229,7 +229,7 @@ async def test_core_event_namespace_must_match_involved_object(k8s: Client, name
     ("mutate", "field", "fragment"),
     [
         (
-            lambda s: s["containers"][0]["ports"].append({"containerPort": 0}),
+            lambda s: s["containers"][0]["ports"].append({"containerPort": 70000}),
             "spec.containers[0].ports[1].containerPort",
             "must be between 1 and 65535, inclusive",
         ),

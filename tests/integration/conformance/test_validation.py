@@ -158,7 +158,7 @@ async def test_dry_run_does_not_persist(k8s: Client, namespace: str) -> None:
         ("PUT", "/bi", b"{", "application/json", 400),
         ("POST", "", b'"just a string"', "application/json", 400),
         ("PATCH", "/bi", b'{"op": "add"}', "application/json-patch+json", 400),
-        ("PATCH", "/bi", b'[{"op": "bogus", "path": "/x"}]', "application/json-patch+json", 400),
+        ("PATCH", "/bi", b'[{"op": "bogus", "path": "/x"}]', "application/json-patch+json", 422),
         ("DELETE", "/bi", b"{not json", "application/json", 400),
         ("GET", "?limit=abc", None, None, 400),
         ("GET", "?labelSelector=a%20in%20b", None, None, 400),

@@ -33,7 +33,7 @@ def test_json_patch_errors() -> None:
     assert e.value.code == 422
     with pytest.raises(StatusError) as e:
         apply_json_patch({"a": 1}, [{"op": "bogus", "path": "/a"}])
-    assert e.value.code == 400
+    assert e.value.code == 422
     with pytest.raises(StatusError) as e:
         apply_json_patch({"a": 1}, {"op": "add"})
     assert e.value.code == 400
