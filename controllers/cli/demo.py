@@ -10,6 +10,7 @@ restarted against a cluster that keeps running.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import signal
 import sys
 import tempfile
@@ -44,6 +45,7 @@ KINDS: dict[tuple[str, str], Resource] = {
     ("v1", "Namespace"): resources.NAMESPACES,
 }
 POLL_SECONDS = 0.5
+DEMO_NAMESPACE = "default"
 
 
 class DemoError(Exception):
@@ -81,7 +83,7 @@ async def _ensure_namespace(client: Client, namespace: str) -> None:
 async def _apply(client: Client, obj: dict[str, Any]) -> tuple[Resource, str, str]:
     res = KINDS[(obj["apiVersion"], obj["kind"])]
     meta = obj.setdefault("metadata", {})
-    namespace = meta.get("namespace") or "default" if res.namespaced else ""
+    namespace = meta.get("namespace") or DEMO_NAMESPACE if res.namespaced else ""
     if res.namespaced:
         meta["namespace"] = namespace
         await _ensure_namespace(client, namespace)
@@ -246,7 +248,10 @@ async def _run_with_operator(
             tg.cancel_scope.cancel()
 
         if not no_operator:
-            manager = build_manager(env.client_config, flags, leader_election=False)
+            # Leader election on, in the embedded cluster's default namespace, as a Deployment runs
+            # it: the demo exports the same leader_election_* series the dashboard and alerts read.
+            flags = dataclasses.replace(flags, leader_election_namespace=DEMO_NAMESPACE)
+            manager = build_manager(env.client_config, flags, leader_election=True)
 
             async def operate() -> None:
                 assert manager is not None
