@@ -18,7 +18,7 @@ import yaml
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.rayservice.cluster import DELETION_DEADLINE_ANNOTATION_KEY
 from kuberay_py.client import NotFound
-from kuberay_py.client.resources import PODS
+from kuberay_py.client.resources import LEASES, PODS
 
 from .conftest import OperatorFactory, Rig, Traffic, eventually, rayservice
 
@@ -215,3 +215,42 @@ async def test_sigkill_mid_upgrade_under_traffic_then_restart_finishes_the_upgra
     # every delete was of the old cluster or its Pods (the garbage collector's cascade)
     deletes = [r.path for r in log if r.verb in ("delete", "deletecollection")]
     assert deletes and all(path.rsplit("/", 1)[-1].startswith(old) for path in deletes), deletes
+
+
+async def test_sigkill_of_the_leader_mid_scale_up_hands_over_to_the_standby(
+    rig: Rig, operator_processes: OperatorFactory
+) -> None:
+    """Two replicas with leader election, as a production Deployment runs them."""
+    ns = rig.namespace
+    election = ("--enable-leader-election=true", "--leader-election-namespace", "default")
+
+    async def holder() -> str | None:
+        lease = await rig.client.get(LEASES, "ray-operator-leader", "default")
+        value: str | None = (lease.get("spec") or {}).get("holderIdentity")
+        return value
+
+    leader = operator_processes(rig, *election)
+    first_holder = await eventually(holder, "the first replica to take the lease")
+    standby = operator_processes(rig, *election)
+    rig.server.request_log.clear()
+    slow = rig.server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 0, count=-1, delay=0.4)
+    await rig.client.create(RAYCLUSTERS, raycluster("rc", WORKERS), ns)
+    await eventually(lambda: rig.pods("rc", "worker"), "the first worker Pod")
+    leader.kill9()  # the lease is not released: the standby waits for it to expire
+    killed_with = len(await rig.pods("rc", "worker"))
+    assert 1 <= killed_with < WORKERS, f"not killed mid-scale-up: {killed_with} workers"
+    slow.remaining = 0
+
+    async def converged() -> dict[str, Any] | None:
+        rc: dict[str, Any] = await rig.client.get(RAYCLUSTERS, "rc", ns)
+        status = rc.get("status") or {}
+        ok = status.get("state") == "ready" and status.get("readyWorkerReplicas") == WORKERS
+        return rc if ok else None
+
+    await eventually(converged, "the standby finishing the scale-up", timeout=60)
+    new_holder = await holder()
+    assert new_holder and new_holder != first_holder
+    assert standby.running(), standby.output()
+    assert len(await rig.pods("rc", "head")) == 1 and len(await rig.pods("rc", "worker")) == WORKERS
+    assert _pod_writes(rig, "create") == 1 + WORKERS  # no duplicate from the hand-over
+    assert _pod_writes(rig, "delete") == 0 and _pod_writes(rig, "deletecollection") == 0
