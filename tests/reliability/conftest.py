@@ -251,6 +251,10 @@ class InProcessOperator:
         await asyncio.wait_for(self.manager.elected.wait(), WAIT)
         return self
 
+    def running(self) -> bool:
+        """Started and its run() has neither returned nor failed."""
+        return self._task is not None and not self._task.done()
+
     async def stop(self) -> None:
         """Graceful stop; afterwards no part of this operator runs (its run() has returned)."""
         if self._task is None:

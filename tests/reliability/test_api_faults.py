@@ -174,3 +174,43 @@ async def test_expired_and_cut_watches_relist_quietly_and_changes_still_arrive(r
 
 async def _at_least(counter: Callable[[], float], n: float) -> bool:
     return counter() >= n
+
+
+async def test_api_server_outage_is_ridden_out_and_the_operator_resumes_without_a_restart(rig: Rig) -> None:
+    ns = rig.namespace
+    server = rig.server
+    async with InProcessOperator(rig) as operator:
+        await rig.client.create(RAYSERVICES, rayservice(), ns)
+        svc = await rig.wait_ready("rs", endpoints=4)
+        cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
+        await rig.wait_ready_pods(SERVE_SVC, 4)
+
+        async with Traffic(rig, SERVE_SVC, max_seconds=60, max_requests=6000) as traffic:
+            server.request_log.clear()
+            # every request but this test's own EndpointSlice reads (its stand-in for kube-proxy,
+            # which keeps its last rules during an outage) gets 503s, and open watches break
+            outage = server.inject("*", r"^(?!/apis/discovery\.k8s\.io/v1/namespaces/)", 503, count=-1)
+            server.cut_watches()
+
+            async def watches_failing() -> bool:
+                return outage.hits >= 20
+
+            await eventually(watches_failing, "clients hitting the outage")
+            mark = traffic.report.sent
+            await eventually(lambda: traffic.sent_at_least(mark + 100), "traffic during the outage")
+            outage.remaining = 0  # the API server is back
+
+            svc = await rig.rs()
+            svc["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(2))
+            await rig.client.update(RAYSERVICES, svc)
+            cur = await rig.wait_ready("rs", endpoints=3)
+            await rig.wait_ready_pods(SERVE_SVC, 3)
+            assert operator.running()
+
+    report = traffic.report
+    assert report.failures == [], report.failures[:10]
+    assert report.ok == report.sent > 100
+    assert cur["status"]["activeServiceStatus"]["rayClusterName"] == cluster
+    log = server.request_log.records
+    assert [r for r in log if r.verb in DELETES] == []
+    assert [r for r in log if r.verb == "create" and r.resource in ("pods", "rayclusters.ray.io")] == []
