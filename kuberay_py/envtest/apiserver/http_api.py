@@ -22,6 +22,8 @@ from .errors import StatusError
 from .faults import FaultInjector, RequestLog, RequestRecord
 from .listing import list_bytes, select
 from .meta import clone
+from .options import TRUE, boolean, field_manager, field_validation, int_param, validate_list_options
+from .options import dry_run as dry_run_param
 from .registry import ResourceType
 from .selectors import parse_field_selector, parse_label_selector
 from .tables import wants_table
@@ -45,11 +47,6 @@ _PATCH_TYPES = {
     "application/apply-patch+yaml": "apply",
 }
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-_TRUE = {"true", "1", "t", "True", "TRUE", "T"}
-
-
-def _bool(q: Any, key: str) -> bool:
-    return q.get(key) in _TRUE
 
 
 def json_response(obj: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
@@ -176,7 +173,7 @@ class ApiHandler:
     def _verb(method: str, route: _Route, request: web.Request) -> str:
         if route.name is None:
             if method == "GET":
-                return "watch" if route.watch_prefix or _bool(request.query, "watch") else "list"
+                return "watch" if route.watch_prefix or boolean(request.query, "watch") else "list"
             return {"POST": "create", "DELETE": "deletecollection"}.get(method, "unknown")
         if route.sub == "binding":
             return "create"
@@ -229,8 +226,8 @@ class ApiHandler:
         rt = route.rt
         assert rt is not None
         q = request.query
-        dry_run = self._dry_run(q, verb)
-        strict = self._field_validation(q) == "Strict"
+        dry_run = dry_run_param(q, verb)
+        strict = field_validation(q) == "Strict"
         core = self.core
         ns = route.namespace
         if verb in ("list", "watch", "deletecollection"):
@@ -246,11 +243,11 @@ class ApiHandler:
 
             selective = not (label_sel.empty and field_sel.empty)
             if verb in ("list", "watch"):
-                self._validate_list_options(q, verb == "watch")
+                validate_list_options(q, verb == "watch")
             table = wants_table(request.headers.get("Accept", ""))
             include = q.get("includeObject", "Metadata")
             if verb == "list" and table:
-                limit = self._int(q, "limit")
+                limit = int_param(q, "limit")
                 page, list_meta = select(
                     core,
                     rt,
@@ -264,7 +261,7 @@ class ApiHandler:
                 objs = [core.present(rt, bucket.objects[key]) for key in page]
                 return json_response(tables.table(rt, objs, core.clock.utcnow(), include, list_meta))
             if verb == "list":
-                limit = self._int(q, "limit")
+                limit = int_param(q, "limit")
                 body = list_bytes(
                     core,
                     rt,
@@ -276,13 +273,13 @@ class ApiHandler:
                 )
                 return web.Response(body=body, content_type="application/json")
             if verb == "watch":
-                timeout = self._int(q, "timeoutSeconds")
+                timeout = int_param(q, "timeoutSeconds")
                 send_initial = q.get("sendInitialEvents")
                 params = WatchParams(
                     q.get("resourceVersion"),
                     float(timeout) if timeout else None,  # 0 means "server default", as in kube
-                    _bool(q, "allowWatchBookmarks"),
-                    None if send_initial is None else send_initial in _TRUE,
+                    boolean(q, "allowWatchBookmarks"),
+                    None if send_initial is None else send_initial in TRUE,
                     (
                         lambda o: orjson.dumps(
                             tables.table(rt, [core.present(rt, o)], core.clock.utcnow(), include)
@@ -343,7 +340,7 @@ class ApiHandler:
                 subresource=route.sub,
                 dry_run=dry_run,
                 strict=strict,
-                manager=self._manager(request, q),
+                manager=field_manager(request, q),
             )
             return json_response(core.present(rt, obj))
         if verb == "patch":
@@ -369,7 +366,7 @@ class ApiHandler:
                     422, "Invalid", "fieldManager: Too long: may not be more than 128 bytes", {}
                 )
             if ptype != "apply":
-                manager = self._manager(request, q)
+                manager = field_manager(request, q)
             obj, created = core.patch(
                 rt,
                 ns,
@@ -379,7 +376,7 @@ class ApiHandler:
                 subresource=route.sub,
                 dry_run=dry_run,
                 field_manager=manager,
-                force=_bool(q, "force"),
+                force=boolean(q, "force"),
                 strict=strict,
             )
             return json_response(core.present(rt, obj), 201 if created else 200)
@@ -442,125 +439,6 @@ class ApiHandler:
             return orjson.loads(raw)
         except orjson.JSONDecodeError as e:
             raise StatusError.bad_request(f"couldn't get version/kind; json parse error: {e}") from None
-
-    @staticmethod
-    def _validate_list_options(q: Any, watch: bool) -> None:
-        """``ValidateListOptions``: the rules around ``sendInitialEvents`` and ``resourceVersionMatch``."""
-        causes: list[dict[str, str]] = []
-        match = q.get("resourceVersionMatch")
-        send_initial = q.get("sendInitialEvents")
-        if send_initial is not None and send_initial in _TRUE:
-            if not watch:
-                causes.append(
-                    {
-                        "reason": "FieldValueForbidden",
-                        "field": "sendInitialEvents",
-                        "message": "Forbidden: sendInitialEvents is forbidden for list",
-                    }
-                )
-            if match != "NotOlderThan":
-                causes.append(
-                    {
-                        "reason": "FieldValueForbidden",
-                        "field": "resourceVersionMatch",
-                        "message": "Forbidden: sendInitialEvents requires setting resourceVersionMatch "
-                        "to NotOlderThan",
-                    }
-                )
-            if not _bool(q, "allowWatchBookmarks"):
-                causes.append(
-                    {
-                        "reason": "FieldValueForbidden",
-                        "field": "allowWatchBookmarks",
-                        "message": "Forbidden: sendInitialEvents requires setting allowWatchBookmarks "
-                        "to true",
-                    }
-                )
-        elif match:
-            if watch:
-                causes.append(
-                    {
-                        "reason": "FieldValueForbidden",
-                        "field": "resourceVersionMatch",
-                        "message": "Forbidden: resourceVersionMatch is forbidden for watch unless "
-                        "sendInitialEvents is provided",
-                    }
-                )
-            elif match not in ("Exact", "NotOlderThan"):
-                causes.append(
-                    {
-                        "reason": "FieldValueNotSupported",
-                        "field": "resourceVersionMatch",
-                        "message": f'Unsupported value: "{match}": supported values: "Exact", '
-                        '"NotOlderThan", ""',
-                    }
-                )
-            elif not q.get("resourceVersion"):
-                causes.append(
-                    {
-                        "reason": "FieldValueForbidden",
-                        "field": "resourceVersionMatch",
-                        "message": "Forbidden: resourceVersionMatch is forbidden unless resourceVersion "
-                        "is provided",
-                    }
-                )
-        if causes:
-            raise StatusError.invalid("meta.k8s.io", "ListOptions", "", causes)
-
-    @staticmethod
-    def _manager(request: web.Request, q: Any) -> str:
-        """``managerOrUserAgent``: the fieldManager parameter, else the User-Agent's product name."""
-        manager = q.get("fieldManager")
-        if manager:
-            return str(manager)
-        agent = request.headers.get("User-Agent", "")
-        return agent.split("/", 1)[0].strip() or "unknown"
-
-    @staticmethod
-    def _dry_run(q: Any, verb: str) -> bool:
-        """``ValidateCreateOptions`` & co.: only ``All`` is a dry-run value (422 on the options kind)."""
-        values = q.getall("dryRun", [])
-        for v in values:
-            if v != "All":
-                kind = {
-                    "create": "CreateOptions",
-                    "update": "UpdateOptions",
-                    "patch": "PatchOptions",
-                    "delete": "DeleteOptions",
-                    "deletecollection": "DeleteOptions",
-                }.get(verb, "ListOptions")
-                raise StatusError.invalid(
-                    "meta.k8s.io",
-                    kind,
-                    "",
-                    [
-                        {
-                            "reason": "FieldValueNotSupported",
-                            "field": "dryRun",
-                            "message": f'Unsupported value: "{v}": supported values: "All"',
-                        }
-                    ],
-                )
-        return bool(values)
-
-    @staticmethod
-    def _field_validation(q: Any) -> str:
-        v = q.get("fieldValidation", "")
-        if v not in ("", "Ignore", "Warn", "Strict"):
-            raise StatusError.bad_request(
-                f'fieldValidation: Unsupported value: "{v}": supported values: "Ignore", "Warn", "Strict"'
-            )
-        return str(v)
-
-    @staticmethod
-    def _int(q: Any, key: str) -> int | None:
-        v = q.get(key)
-        if v in (None, ""):
-            return None
-        try:
-            return int(v)
-        except ValueError:
-            raise StatusError.bad_request(f'invalid {key}: "{v}"') from None
 
     def _discovery(self, request: web.Request) -> web.StreamResponse:
         if request.method != "GET":
