@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import signal
+import sys
+
+import anyio
 import structlog
 
 from kuberay_py import log
-from kuberay_py.client import load_config_retrying
+from kuberay_py.client import ClientConfig, load_config_retrying
 from kuberay_py.manager import LeaderElectionLost
 
 from .flags import OperatorFlags
@@ -19,9 +23,14 @@ logger = structlog.get_logger("kuberay-operator")
 async def run_operator(flags: OperatorFlags) -> int:
     """Exit 0 after a SIGTERM drain; 1 when the lease is lost (the Pod restarts as a standby)."""
     log.configure(flags.log_format, flags.log_level)
-    # A broken or missing kubeconfig is logged and retried with back-off rather than crash-looping.
-    config = await load_config_retrying(flags.kubeconfig, qps=flags.qps, burst=flags.burst)
-    manager = build_manager(config, flags)
+    config = await _load_config_until_signalled(flags)
+    if config is None:
+        return 0
+    try:
+        manager = build_manager(config, flags)
+    except ValueError as err:  # e.g. leader election out of cluster without a namespace
+        sys.stderr.write(f"kuberay-operator: error: {err}\n")
+        return 2
     logger.info(
         "operator.starting",
         reconcile_concurrency=flags.reconcile_concurrency,
@@ -33,5 +42,35 @@ async def run_operator(flags: OperatorFlags) -> int:
     except LeaderElectionLost:
         logger.error("operator.leader_election_lost", lease=flags.leader_election_id)
         return 1
+    except OSError as err:  # a probe or metrics port already in use
+        logger.error("operator.failed", error=str(err))
+        return 1
     logger.info("operator.stopped")
     return 0
+
+
+async def _load_config_until_signalled(flags: OperatorFlags) -> ClientConfig | None:
+    """The client config, or None if SIGTERM/SIGINT arrives first.
+
+    A broken or missing kubeconfig is logged and retried with back-off rather than crash-looping;
+    the manager's own signal handling starts only after this, so a Pod being deleted while it
+    waits must still stop cleanly (exit 0) instead of dying on the default SIGTERM action.
+    """
+    config: ClientConfig | None = None
+    async with anyio.create_task_group() as tg:
+
+        async def load() -> None:
+            nonlocal config
+            config = await load_config_retrying(flags.kubeconfig, qps=flags.qps, burst=flags.burst)
+            tg.cancel_scope.cancel()
+
+        async def signals() -> None:
+            with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as received:
+                async for signum in received:
+                    logger.info("operator.stopped_before_start", signal=signal.Signals(signum).name)
+                    tg.cancel_scope.cancel()
+                    return
+
+        tg.start_soon(signals)
+        tg.start_soon(load)
+    return config

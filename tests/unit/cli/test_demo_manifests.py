@@ -1,0 +1,39 @@
+from pathlib import Path
+
+import pytest
+
+from controllers.cli.demo import DEFAULT_SAMPLES, SAMPLES_DIR, DemoError, load_manifests
+
+
+def test_the_samples_load() -> None:
+    objs = load_manifests([SAMPLES_DIR / s for s in DEFAULT_SAMPLES])
+    assert [o["kind"] for o in objs] == ["RayCluster", "RayService"]
+
+
+def test_empty_files_and_documents_apply_nothing(tmp_path: Path) -> None:
+    (tmp_path / "empty.yaml").write_text("")
+    (tmp_path / "blank-docs.yaml").write_text("---\n---\n# only a comment\n")
+    assert load_manifests([tmp_path / "empty.yaml", tmp_path / "blank-docs.yaml"]) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("kind: [", "is not valid YAML"),
+        ("- a\n- b\n", "every document needs apiVersion and kind"),
+        ("apiVersion: v1\nmetadata: {name: x}\n", "every document needs apiVersion and kind"),
+        ("apiVersion: apps/v1\nkind: Deployment\n", "unsupported kind Deployment (apps/v1)"),
+    ],
+)
+def test_bad_input_is_one_clear_error(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(DemoError) as exc:
+        load_manifests([path])
+    assert str(exc.value).startswith(str(path))
+    assert message in str(exc.value)
+
+
+def test_a_missing_file_names_the_path(tmp_path: Path) -> None:
+    with pytest.raises(DemoError, match=r"cannot read .*nope\.yaml: No such file or directory"):
+        load_manifests([tmp_path / "nope.yaml"])
