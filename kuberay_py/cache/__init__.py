@@ -22,6 +22,7 @@ from kuberay_py.cache.store import (
     label_index,
     object_key,
 )
+from kuberay_py.cache.transform import Transform, strip_managed_fields
 
 __all__ = [
     "INDEX_NAMESPACE",
@@ -35,7 +36,9 @@ __all__ = [
     "Reflector",
     "ReflectorSink",
     "Store",
+    "Transform",
     "controller_owner_uid",
     "label_index",
     "object_key",
+    "strip_managed_fields",
 ]

@@ -7,6 +7,10 @@ reflector per namespace, merged) and, per resource, to a label selector: KubeRay
 labelled ``ray.io/node-type``, which keeps the operator's memory proportional to Ray Pods, not to
 every Pod in the cluster. Objects outside the selector are invisible to ``get``/``list``.
 
+Per resource, a transform (``transforms``; default :func:`strip_managed_fields` for every other
+resource) shrinks each object before it is stored, like controller-runtime's ``ByObject[...].Transform``
+and ``DefaultTransform``. Objects read from such a cache are partial: patch them, never ``update``.
+
 Reads from an informer that has not finished its first list raise :class:`CacheNotSynced` rather
 than answering from a partial store: a reconciler that saw "no Pods" there would create duplicates.
 """
@@ -24,6 +28,7 @@ import anyio.abc
 
 from kuberay_py.cache.informer import Informer
 from kuberay_py.cache.store import INDEX_NAMESPACE, INDEX_OWNER, label_index
+from kuberay_py.cache.transform import Transform, strip_managed_fields
 from kuberay_py.client import Client, Resource
 from kuberay_py.clock import Clock, RealClock
 
@@ -45,6 +50,8 @@ class Cache:
         *,
         namespaces: Sequence[str] | None = None,
         selectors: dict[Resource, str] | None = None,
+        transforms: dict[Resource, Transform] | None = None,
+        default_transform: Transform | None = strip_managed_fields,
         resync_period: float | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
@@ -52,6 +59,9 @@ class Cache:
         self.client = client
         self.namespaces: tuple[str, ...] | None = tuple(dict.fromkeys(namespaces)) if namespaces else None
         self.selectors = dict(selectors or {})
+        # A resource's own transform replaces the default (controller-runtime's ByObject rule).
+        self.transforms = dict(transforms or {})
+        self.default_transform = default_transform
         self.resync_period = resync_period
         self._clock = clock or RealClock()
         self._rng = rng or random.Random()
@@ -75,6 +85,7 @@ class Cache:
                 resync_period=self.resync_period,
                 clock=self._clock,
                 rng=self._rng,
+                transform=self.transforms.get(res, self.default_transform),
             )
             self._informers[key] = informer
             if self._tg is not None:

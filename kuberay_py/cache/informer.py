@@ -10,6 +10,10 @@ Handlers are called synchronously, in event order, on the event loop; they must 
 controller they map the object to a key and enqueue it). A handler that raises is logged and
 skipped; it cannot stop the informer or other handlers.
 
+Every object is passed through the informer's ``transform`` (default: strip ``managedFields``; see
+:mod:`kuberay_py.cache.transform`) as it arrives from a list, a watch event or a relist, before it
+is stored, diffed or handed to a handler: the store only ever holds transformed objects.
+
 ``is_initial`` is true for adds that come from the first list (and for the replay a handler gets
 when it is added after the informer synced); controller-runtime's priority queue uses it to put
 start-up work behind live changes. A resync re-delivers every cached object as ``on_update(obj,
@@ -27,6 +31,7 @@ import anyio
 
 from kuberay_py.cache.reflector import Reflector
 from kuberay_py.cache.store import Store, object_key
+from kuberay_py.cache.transform import Transform, safe_transform, strip_managed_fields
 from kuberay_py.client import Client, Resource
 from kuberay_py.clock import Clock, RealClock
 from kuberay_py.log import get_logger
@@ -94,6 +99,7 @@ class Informer:
         resync_period: float | None = None,
         clock: Clock | None = None,
         rng: random.Random | None = None,
+        transform: Transform | None = strip_managed_fields,
     ) -> None:
         if namespace is not None and namespaces is not None:
             raise ValueError("pass namespace or namespaces, not both")
@@ -115,6 +121,8 @@ class Informer:
             tuple(s for s in scopes if s is not None) if scopes != [None] else None
         )
         self._synced = asyncio.Event()
+        self.transform = transform
+        applied = safe_transform(transform, str(res))
         self.reflectors = [
             Reflector(
                 client,
@@ -126,6 +134,7 @@ class Informer:
                 clock=self._clock,
                 rng=self._rng,
                 on_synced=self._check_synced,
+                transform=applied,
             )
             for scope in scopes
         ]

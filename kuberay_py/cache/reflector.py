@@ -27,6 +27,7 @@ from contextlib import aclosing
 from typing import Any, Protocol
 
 from kuberay_py.cache.backoff import Backoff
+from kuberay_py.cache.transform import Transform, strip_managed_fields
 from kuberay_py.client import ApiError, Client, Forbidden, Gone, Resource, TooManyRequests
 from kuberay_py.clock import Clock, RealClock
 from kuberay_py.log import get_logger
@@ -50,14 +51,6 @@ class ReflectorSink(Protocol):
     def delete(self, obj: dict[str, Any]) -> None: ...
 
 
-def _strip(obj: dict[str, Any]) -> dict[str, Any]:
-    """Drop ``metadata.managedFields`` (often half the object and never read by a controller)."""
-    metadata = obj.get("metadata")
-    if isinstance(metadata, dict):
-        metadata.pop("managedFields", None)
-    return obj
-
-
 class Reflector:
     """List and watch one resource in one namespace (or all), feeding a :class:`ReflectorSink`."""
 
@@ -74,6 +67,7 @@ class Reflector:
         rng: random.Random | None = None,
         page_size: int = LIST_PAGE_SIZE,
         on_synced: Callable[[], None] | None = None,
+        transform: Transform = strip_managed_fields,
     ) -> None:
         self.client = client
         self.res = res
@@ -86,6 +80,8 @@ class Reflector:
         self._rng = rng or random.Random()
         self.backoff = Backoff(clock=self._clock, rng=self._rng)
         self._on_synced = on_synced
+        # Applied to every listed and watched object (DELETED included) before the sink sees it.
+        self._transform = transform
         self.last_resource_version: str | None = None
         self.synced = False
         self.lists = 0  # how many (re)lists completed, for tests and debugging
@@ -168,7 +164,7 @@ class Reflector:
             field_selector=self.field_selector,
             limit=self.page_size,
         )
-        items = [_strip(item) for item in result.get("items") or [] if isinstance(item, dict)]
+        items = [self._transform(item) for item in result.get("items") or [] if isinstance(item, dict)]
         rv = (result.get("metadata") or {}).get("resourceVersion")
         is_initial = not self.synced
         self.sink.replace(items, self.namespace, is_initial)
@@ -218,7 +214,7 @@ class Reflector:
             if rv:
                 self.last_resource_version = str(rv)
             return
-        obj = _strip(obj)
+        obj = self._transform(obj)
         if etype == "DELETED":
             self.sink.delete(obj)
         else:  # ADDED or MODIFIED; the sink decides add vs update from its store

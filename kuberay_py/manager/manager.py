@@ -84,7 +84,8 @@ class Manager:
         self.clock: Clock = clock or RealClock()
         self.client = Client(config, clock=self.clock)
         self.cache = Cache(self.client, namespaces=options.namespaces, selectors=options.cache_selectors,
-                           resync_period=options.sync_period, clock=self.clock)
+                           transforms=options.cache_transforms, resync_period=options.sync_period,
+                           clock=self.clock)
         self.events = EventBroadcaster(self.client, clock=self.clock, max_pending=options.event_buffer_size)
         self.elector: LeaderElector | None = None
         if options.leader_election:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from kuberay_py.client.resources import Resource
 
@@ -36,5 +38,8 @@ class ManagerOptions:
     cache_sync_timeout: float = 120.0
     namespaces: list[str] | None = None
     cache_selectors: dict[Resource, str] | None = None
+    # Per-resource cache transforms (controller-runtime's ByObject Transform); other resources get
+    # managedFields stripped. Objects of a transformed resource are partial: patch, never update.
+    cache_transforms: dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]] | None = None
     sync_period: float | None = None
     event_buffer_size: int = 1000
