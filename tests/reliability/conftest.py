@@ -132,6 +132,11 @@ def reconciles(controller: str) -> float:
     ) + _sample("controller_runtime_reconcile_total", {"controller": controller, "result": "requeue_after"})
 
 
+def reconcile_errors(controller: str) -> float:
+    """Reconciles that raised (and were requeued rate-limited) in this process."""
+    return _sample("controller_runtime_reconcile_errors_total", {"controller": controller})
+
+
 def head_checks() -> float:
     """Healthy head-proxy checks so far: the in-process operator's heartbeat."""
     return _sample("kuberay_head_proxy_health_checks_total", {"result": "healthy"})

@@ -14,8 +14,18 @@ import pytest
 import yaml
 
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
+from controllers.raycluster.reconciler import CONTROLLER_NAME as RAYCLUSTER_CONTROLLER
 
-from .conftest import InProcessOperator, Rig, Traffic, eventually, head_checks, rayservice, serve_config
+from .conftest import (
+    InProcessOperator,
+    Rig,
+    Traffic,
+    eventually,
+    head_checks,
+    rayservice,
+    reconcile_errors,
+    serve_config,
+)
 
 SERVE_SVC = "rs-serve-svc"
 DELETES = ("delete", "deletecollection")
@@ -32,6 +42,7 @@ async def test_500_429_409_during_a_scale_up_are_retried_without_deleting_anythi
         before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in await rig.pods(cluster)}
         server = rig.server
         server.request_log.clear()
+        errors_before = reconcile_errors(RAYCLUSTER_CONTROLLER)
         faults = [
             server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 500, count=2),
             server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 429, count=1, retry_after=1),
@@ -84,6 +95,10 @@ async def test_500_429_409_during_a_scale_up_are_retried_without_deleting_anythi
     assert [r for r in log if r.verb in DELETES] == []
     created = [r for r in log if r.verb == "create" and r.resource == "pods" and r.status == 201]
     assert len(created) == 2  # the 500s/429 were retried, never turned into an extra Pod
+    # each failed create was retried once, no storm: 2 successes + 2 x 500 + 1 x 429
+    assert sum(1 for r in log if r.verb == "create" and r.resource == "pods") == 5
+    # the 500s surfaced as reconcile errors, i.e. went through the rate-limited (back-off) requeue
+    assert reconcile_errors(RAYCLUSTER_CONTROLLER) >= errors_before + 1
     assert len((await rig.client.list(RAYCLUSTERS, ns))["items"]) == 1
 
 
