@@ -257,8 +257,7 @@ class ApiHandler:
                     limit=limit if limit and limit > 0 else None,
                     token=q.get("continue"),
                 )
-                bucket = core.storage.bucket(rt.key)
-                objs = [core.present(rt, bucket.objects[key]) for key in page]
+                objs = [core.present(rt, obj) for _key, obj in page]
                 return json_response(tables.table(rt, objs, core.clock.utcnow(), include, list_meta))
             if verb == "list":
                 limit = int_param(q, "limit")

@@ -2,9 +2,10 @@
 
 A 10,000-Pod list is answered by joining each object's cached serialization; nothing is
 re-encoded unless the client asked for a different version of a multi-version CRD.
-Continue tokens have kube-apiserver's shape (base64 of ``{"v","rv","start"}``); unlike etcd the
-later pages show current objects rather than a snapshot, and a token older than the retained
-history gets ``410 Expired`` just as an etcd-compacted one does.
+Continue tokens have kube-apiserver's shape (base64 of ``{"v","rv","start"}``). Like etcd, later
+pages show the snapshot at the first page's resourceVersion: the retained event history is rolled
+back to it; a token older than that history gets ``410 Expired`` just as an etcd-compacted one
+does.
 """
 
 from __future__ import annotations
@@ -53,6 +54,21 @@ def decode_continue(token: str) -> tuple[int, tuple[str, str]]:
     return rv, (ns, name)
 
 
+def _snapshot(bucket: Any, list_rv: int) -> dict[tuple[str, str], dict[str, Any]]:
+    """The bucket's objects as of ``list_rv``: undo every retained event newer than it."""
+    view: dict[tuple[str, str], dict[str, Any]] = dict(bucket.objects)
+    for ev in reversed(bucket.history):
+        if ev.rv <= list_rv:
+            break
+        meta = ev.obj["metadata"]
+        key = (meta.get("namespace") or "", meta["name"])
+        if ev.type == "ADDED" or ev.old is None:
+            view.pop(key, None)
+        else:
+            view[key] = ev.old
+    return view
+
+
 def select(
     core: ApiCore,
     rt: ResourceType,
@@ -62,35 +78,39 @@ def select(
     selective: bool,
     limit: int | None,
     token: str | None,
-) -> tuple[list[tuple[str, str]], dict[str, Any]]:
-    """The keys of one page and the list metadata (resourceVersion, continue, remainingItemCount)."""
+) -> tuple[list[tuple[tuple[str, str], dict[str, Any]]], dict[str, Any]]:
+    """One page of (key, object) and the list metadata (resourceVersion, continue, remainingItemCount)."""
     bucket = core.storage.bucket(rt.key)
     list_rv = core.storage.rv
     start: tuple[str, str] | None = None
+    objects = bucket.objects
+    keys = bucket.sorted_keys()
     if token:
         list_rv, start = decode_continue(token)
         if list_rv < bucket.compacted_rv:
             raise StatusError.expired(_EXPIRED_CONTINUE)
-    keys = bucket.sorted_keys()
+        if list_rv < core.storage.rv:
+            objects = _snapshot(bucket, list_rv)
+            keys = sorted(objects)
     if start is not None:
         keys = keys[bisect.bisect_right(keys, start) :]
     if namespace is not None:
         keys = [k for k in keys if k[0] == namespace]
-    page: list[tuple[str, str]] = []
+    page: list[tuple[tuple[str, str], dict[str, Any]]] = []
     more = False
     remaining: int | None = None
-    objects = bucket.objects
     for i, key in enumerate(keys):
-        if selective and not matches(objects[key]):
+        obj = objects[key]
+        if selective and not matches(obj):
             continue
         if limit is not None and len(page) >= limit:
             more = True
             remaining = None if selective else len(keys) - i
             break
-        page.append(key)
+        page.append((key, obj))
     meta: dict[str, Any] = {"resourceVersion": str(list_rv)}
     if more and page:
-        meta["continue"] = encode_continue(list_rv, page[-1])
+        meta["continue"] = encode_continue(list_rv, page[-1][0])
         if remaining is not None:
             meta["remainingItemCount"] = remaining
     return page, meta
@@ -109,13 +129,14 @@ def list_bytes(
     page, meta = select(core, rt, namespace, matches, selective=selective, limit=limit, token=token)
     bucket = core.storage.bucket(rt.key)
     av = rt.api_version
-    objects = bucket.objects
+    current = bucket.objects
     parts: list[bytes] = []
-    for key in page:
-        obj = objects[key]
-        if obj.get("apiVersion") == av:
+    for key, obj in page:
+        if obj.get("apiVersion") != av:
+            parts.append(orjson.dumps({**obj, "apiVersion": av}))
+        elif current.get(key) is obj:
             parts.append(bucket.encoded(key))
         else:
-            parts.append(orjson.dumps({**obj, "apiVersion": av}))
+            parts.append(orjson.dumps(obj))  # an older state from the snapshot
     head = orjson.dumps({"kind": rt.list_kind, "apiVersion": av, "metadata": meta})
     return head[:-1] + b',"items":[' + b",".join(parts) + b"]}"

@@ -98,3 +98,18 @@ async def test_list_across_namespaces(core: k.CoreV1Api, namespace: str) -> None
     await core.create_namespaced_config_map(namespace, configmap("everywhere", labels={"probe": namespace}))
     lst = await core.list_config_map_for_all_namespaces(label_selector=f"probe={namespace}")
     assert [(i.metadata.namespace, i.metadata.name) for i in lst.items] == [(namespace, "everywhere")]
+
+
+async def test_continue_pages_are_a_consistent_snapshot(core: k.CoreV1Api, namespace: str) -> None:
+    """Like etcd: later pages show the objects as of the first page's resourceVersion."""
+    for i in range(4):
+        await core.create_namespaced_config_map(namespace, configmap(f"snap-{i}", {"v": "old"}))
+    first = await core.list_namespaced_config_map(namespace, limit=2)
+    assert [i.metadata.name for i in first.items] == ["snap-0", "snap-1"]
+    # changes after the first page: a later object is modified, one deleted, one added
+    await core.patch_namespaced_config_map("snap-2", namespace, {"data": {"v": "new"}})
+    await core.delete_namespaced_config_map("snap-3", namespace)
+    await core.create_namespaced_config_map(namespace, configmap("snap-4", {"v": "new"}))
+    rest = await core.list_namespaced_config_map(namespace, limit=10, _continue=first.metadata._continue)
+    assert [(i.metadata.name, i.data["v"]) for i in rest.items] == [("snap-2", "old"), ("snap-3", "old")]
+    assert rest.metadata.resource_version == first.metadata.resource_version
