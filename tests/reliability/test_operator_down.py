@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from controllers.constants import RAYSERVICES
 from kuberay_py.client.resources import PODS
 
@@ -27,7 +25,6 @@ from .conftest import (
 )
 
 SERVE_SVC = "rs-serve-svc"
-pytestmark = pytest.mark.builtin_only
 
 
 async def _converged(rig: Rig) -> tuple[str, str, list[str]]:
