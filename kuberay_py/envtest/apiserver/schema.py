@@ -5,8 +5,8 @@ rather than deep inside the operator. The order and error wording follow
 ``apiextensions-apiserver``: unknown fields are pruned (unless
 ``x-kubernetes-preserve-unknown-fields``), defaults are applied, then the OpenAPI rules are
 checked and reported as field errors (``spec.x: Invalid value: "integer": spec.x in body must be
-of type string: "integer"``). CEL rules (``x-kubernetes-validations``) and list-type uniqueness
-are not evaluated (see docs/envtest.md).
+of type string: "integer"``). ``x-kubernetes-list-type: set|map`` uniqueness is checked; CEL rules
+(``x-kubernetes-validations``) are not evaluated (see docs/envtest.md).
 """
 
 from __future__ import annotations
@@ -195,6 +195,36 @@ class Schema:
             causes.append(
                 self._invalid(path, len(v), f"{path} in body should have at least {s['minItems']} items")
             )
+        list_type = s.get("x-kubernetes-list-type")
+        if list_type == "set":
+            seen: list[Any] = []
+            for i, item in enumerate(v):
+                if item in seen:
+                    causes.append(
+                        field_cause(
+                            "FieldValueDuplicate", f"{path}[{i}]", f"Duplicate value: {_go_value(item)}"
+                        )
+                    )
+                else:
+                    seen.append(item)
+        elif list_type == "map":
+            keys = list(s.get("x-kubernetes-list-map-keys") or [])
+            seen_keys: set[bytes] = set()
+            for i, item in enumerate(v):
+                if not isinstance(item, dict):
+                    continue
+                ident = {k: item.get(k) for k in keys if item.get(k) is not None}
+                encoded = orjson.dumps(ident, option=orjson.OPT_SORT_KEYS)
+                if encoded in seen_keys:
+                    causes.append(
+                        field_cause(
+                            "FieldValueDuplicate",
+                            f"{path}[{i}]",
+                            f"Duplicate value: map[string]interface {{}}{encoded.decode()}",
+                        )
+                    )
+                else:
+                    seen_keys.add(encoded)
 
     def _check_scalar(self, s: dict[str, Any], v: Any, path: str, causes: list[Cause]) -> None:
         if isinstance(v, str):

@@ -72,3 +72,48 @@ def test_messages_follow_kube_wording() -> None:
     )
     assert messages["spec.ratio"] == "Invalid value: 0: spec.ratio in body should be greater than 0"
     assert messages["spec.items"] == "Too many: 3: must have at most 2 items"
+
+
+def test_list_type_uniqueness() -> None:
+    schema = Schema(
+        {
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {
+                        "tags": {
+                            "type": "array",
+                            "x-kubernetes-list-type": "set",
+                            "items": {"type": "string"},
+                        },
+                        "ports": {
+                            "type": "array",
+                            "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["port", "protocol"],
+                            "items": {
+                                "type": "object",
+                                "properties": {
+                                    "port": {"type": "integer"},
+                                    "protocol": {"type": "string", "default": "TCP"},
+                                },
+                            },
+                        },
+                    },
+                }
+            },
+        }
+    )
+    causes = schema.admit(
+        {
+            "spec": {
+                "tags": ["a", "b", "a"],
+                "ports": [{"port": 80}, {"port": 80, "protocol": "UDP"}, {"port": 80, "protocol": "TCP"}],
+            }
+        },
+        None,
+    )
+    assert {(c["field"], c["reason"]) for c in causes} == {
+        ("spec.tags[2]", "FieldValueDuplicate"),
+        ("spec.ports[2]", "FieldValueDuplicate"),
+    }
