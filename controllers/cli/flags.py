@@ -82,7 +82,8 @@ class OperatorFlags:
     head_proxy_health_concurrency: int = 16
     head_proxy_health_period: float = 5.0
     graceful_shutdown_timeout: float = 30.0
-    raycluster_resync_period: float = 300.0
+    # None: KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV, else 300 s.
+    raycluster_resync_period: float | None = None
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -119,8 +120,8 @@ def _add_operator_tuning(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--raycluster-resync-period",
         type=_positive_float,
-        default=300.0,
-        help="long resync of every RayCluster in seconds (default 300, as KubeRay)",
+        default=None,
+        help="resync of every RayCluster in seconds (default $RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV or 300)",
     )
 
 

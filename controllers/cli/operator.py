@@ -1,8 +1,9 @@
 """Assembles the operator: one Manager with the RayCluster and RayService controllers.
 
 ``run`` and ``demo`` both call :func:`build_manager`, so the demo exercises exactly the wiring a
-cluster runs: the same cache selectors (only Ray Pods are cached), the same controllers, the same
-head-proxy checker and the same metrics.
+cluster runs: the same cache selectors and transforms (only Ray Pods are cached, and only the
+fields the controllers read), the same controllers, the same head-proxy checker and the same
+metrics.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import anyio
 
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.metrics import register_info_metrics
-from controllers.raycluster.reconciler import cache_selectors
+from controllers.raycluster.reconciler import cache_selectors, cache_transforms
 from controllers.raycluster.reconciler import setup as setup_raycluster
 from controllers.rayservice.setup import setup as setup_rayservice
 from kuberay_py.cache import CacheNotSynced
@@ -43,6 +44,8 @@ def build_manager(
         graceful_shutdown_timeout=flags.graceful_shutdown_timeout,
         namespaces=flags.watch_namespace or None,
         cache_selectors=cache_selectors(),
+        # Cached Pods keep only the fields the controllers read (memory at thousands of Pods).
+        cache_transforms=cache_transforms(),
     )
     manager = Manager(config, options)
     setup_raycluster(

@@ -41,3 +41,31 @@ def test_bad_flag_is_one_line_and_exit_code_2(argv: list[str], capsys: pytest.Ca
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert err.startswith("kuberay-operator: error: ")
+
+
+def test_resync_period_defaults_to_kuberays_env_var(monkeypatch: pytest.MonkeyPatch) -> None:
+    from controllers.cli.operator import build_manager
+    from kuberay_py.client import ClientConfig
+
+    config = ClientConfig(host="http://127.0.0.1:9")
+    monkeypatch.setenv("RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV", "42")
+    flags = operator_flags(
+        parse_args(["--enable-leader-election=false", "--metrics-addr=0", "--health-probe-bind-address=0"])
+    )
+    assert flags.raycluster_resync_period is None
+    manager = build_manager(config, flags)
+    reconciler = manager.controllers["raycluster-controller"].reconciler
+    assert reconciler.options.resync_period == 42.0
+    flags = operator_flags(
+        parse_args(
+            [
+                "--enable-leader-election=false",
+                "--raycluster-resync-period",
+                "7",
+                "--metrics-addr=0",
+                "--health-probe-bind-address=0",
+            ]
+        )
+    )
+    manager = build_manager(config, flags)
+    assert manager.controllers["raycluster-controller"].reconciler.options.resync_period == 7.0
