@@ -144,3 +144,54 @@ async def test_head_proxy_failure_while_down_is_caught_up_by_the_next_operator(r
         await rig.wait_ready("rs", endpoints=3)
         labels = (await rig.client.get(PODS, head, rig.namespace))["metadata"]["labels"]
         assert labels["ray.io/serve"] == "false"
+
+
+async def test_upgrade_paused_by_an_operator_outage_keeps_serving_and_resumes(rig: Rig) -> None:
+    """Down mid-upgrade: the old cluster keeps serving, the next operator finishes the switch."""
+    async with InProcessOperator(rig) as operator:
+        svc = rayservice(delay=2)
+        await rig.client.create(RAYSERVICES, svc, rig.namespace)
+        old, _head_ip, _workers = await _converged(rig)
+        cur = await rig.rs()
+        cur["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
+        await rig.client.update(RAYSERVICES, cur)
+
+        async def pending() -> str | None:
+            status = (await rig.rs()).get("status") or {}
+            name: str | None = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+            return name if name and len(await rig.pods(name)) == 4 else None
+
+        new = await eventually(pending, "a pending cluster with all 4 Pods created")
+        await operator.stop()
+
+    old_pods = {p["metadata"]["name"] for p in await rig.pods(old)}
+    async with Traffic(rig, SERVE_SVC, max_seconds=60, max_requests=6000) as traffic:
+        # the new cluster's head comes up on its own (kubelet + Ray), but nobody submits the
+        # serve config to it or switches traffic over
+        await eventually(lambda: _head_ready(rig, new), f"{new}'s head Running and Ready")
+        mark = traffic.report.sent
+        await eventually(lambda: traffic.sent_at_least(mark + 100), "traffic while the upgrade is paused")
+        assert await rig.ready_pods(SERVE_SVC) == old_pods
+
+        async with InProcessOperator(rig):
+
+            async def promoted() -> bool:
+                status = (await rig.rs()).get("status") or {}
+                return (status.get("activeServiceStatus") or {}).get("rayClusterName") == new
+
+            await eventually(promoted, f"{new} promoted by the next operator")
+            new_pods = {p["metadata"]["name"] for p in await rig.pods(new)}
+            await rig.wait_ready_pods(SERVE_SVC, new_pods)
+            mark = traffic.report.sent
+            await eventually(lambda: traffic.sent_at_least(mark + 50), "traffic on the new cluster")
+
+    report = traffic.report
+    assert report.failures == [], report.failures[:10]
+    assert report.ok == report.sent > 150
+    assert report.min_endpoints is not None and report.min_endpoints >= 1
+
+
+async def _head_ready(rig: Rig, cluster: str) -> bool:
+    heads = await rig.pods(cluster, "head")
+    conditions = (heads[0].get("status") or {}).get("conditions") or [] if heads else []
+    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
