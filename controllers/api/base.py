@@ -30,6 +30,7 @@ from pydantic.alias_generators import to_camel
 
 __all__ = [
     "ApiModel",
+    "ApiObject",
     "Int32",
     "Int64",
     "K8s",
@@ -137,3 +138,31 @@ class ApiModel(BaseModel):
         """The manifest form: camelCase keys, only what was set, unknown fields included."""
         out: dict[str, Any] = self.model_dump(by_alias=True, exclude_unset=True)
         return out
+
+
+class ApiObject(ApiModel):
+    """A whole top-level object (RayCluster, RayService): ``spec`` and ``status`` come from the subclass.
+
+    ``metadata`` stays a plain dict because the API server owns it; the accessors read it the
+    same way for every kind, so controllers never care which kind they hold.
+    """
+
+    api_version: str | None = None
+    kind: str | None = None
+    metadata: dict[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return str((self.metadata or {}).get("name", ""))
+
+    @property
+    def namespace(self) -> str:
+        return str((self.metadata or {}).get("namespace", ""))
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return dict((self.metadata or {}).get("annotations") or {})
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return dict((self.metadata or {}).get("labels") or {})

@@ -16,7 +16,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import Field
 
-from controllers.api.base import ApiModel, DateTime, Int32, Int64, K8s, Quantity, Schema, StringMap
+from controllers.api.base import ApiModel, ApiObject, DateTime, Int32, Int64, K8s, Quantity, Schema, StringMap
 
 __all__ = [
     "GROUP",
@@ -400,30 +400,11 @@ class RayClusterStatus(ApiModel):
 # ------------------------------------------------------------------------------------------- objects
 
 
-class RayCluster(ApiModel):
+class RayCluster(ApiObject):
     """A whole RayCluster object. ``metadata`` stays a plain dict (the API server owns it)."""
 
-    api_version: str | None = None
-    kind: str | None = None
-    metadata: dict[str, Any] | None = None
     spec: RayClusterSpec | None = None
     status: RayClusterStatus | None = None
-
-    @property
-    def name(self) -> str:
-        return str((self.metadata or {}).get("name", ""))
-
-    @property
-    def namespace(self) -> str:
-        return str((self.metadata or {}).get("namespace", ""))
-
-    @property
-    def annotations(self) -> dict[str, str]:
-        return dict((self.metadata or {}).get("annotations") or {})
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return dict((self.metadata or {}).get("labels") or {})
 
 
 def load_raycluster(obj: dict[str, Any]) -> RayCluster:

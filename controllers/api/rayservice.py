@@ -13,7 +13,7 @@ from typing import Annotated, Any, ClassVar
 import yaml
 from pydantic import Field
 
-from controllers.api.base import ApiModel, DateTime, Int32, Int64, K8s, Schema
+from controllers.api.base import ApiModel, ApiObject, DateTime, Int32, Int64, K8s, Schema
 from controllers.api.raycluster import MANAGED_BY_RULES, ConditionList, RayClusterSpec, RayClusterStatus
 
 __all__ = [
@@ -162,30 +162,11 @@ class RayServiceStatuses(ApiModel):
     observed_generation: Int64 | None = None
 
 
-class RayService(ApiModel):
+class RayService(ApiObject):
     """A whole RayService object. ``metadata`` stays a plain dict (the API server owns it)."""
 
-    api_version: str | None = None
-    kind: str | None = None
-    metadata: dict[str, Any] | None = None
     spec: RayServiceSpec | None = None
     status: RayServiceStatuses | None = None
-
-    @property
-    def name(self) -> str:
-        return str((self.metadata or {}).get("name", ""))
-
-    @property
-    def namespace(self) -> str:
-        return str((self.metadata or {}).get("namespace", ""))
-
-    @property
-    def annotations(self) -> dict[str, str]:
-        return dict((self.metadata or {}).get("annotations") or {})
-
-    @property
-    def labels(self) -> dict[str, str]:
-        return dict((self.metadata or {}).get("labels") or {})
 
 
 def load_rayservice(obj: dict[str, Any]) -> RayService:
