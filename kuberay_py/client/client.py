@@ -19,6 +19,7 @@ wire is ours and every rule the API server cares about is explicit here:
 from __future__ import annotations
 
 import builtins
+import functools
 import time
 from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
@@ -259,35 +260,18 @@ class Client:
         Like client-go's pager (``FullListIfExpired``): if a ``continue`` token expires half-way
         (410), the list is redone in one unpaginated request rather than returning a partial list.
         """
-        page = await self.list(
-            res,
-            namespace,
-            label_selector=label_selector,
-            field_selector=field_selector,
-            limit=limit,
-            continue_token=continue_token,
-            resource_version=resource_version,
+        # Every page asks the same question; only the position (and, on a relist, the size) moves.
+        same_query = functools.partial(
+            self.list, res, namespace, label_selector=label_selector, field_selector=field_selector
         )
+        page = await same_query(limit=limit, continue_token=continue_token, resource_version=resource_version)
         items: list[dict[str, Any]] = list(page.get("items") or [])
         while token := (page.get("metadata") or {}).get("continue"):
             try:
-                page = await self.list(
-                    res,
-                    namespace,
-                    label_selector=label_selector,
-                    field_selector=field_selector,
-                    limit=limit,
-                    continue_token=token,
-                )
+                page = await same_query(limit=limit, continue_token=token)
             except Gone:
                 log.info("list_continue_expired_full_relist", resource=str(res), namespace=namespace)
-                return await self.list(
-                    res,
-                    namespace,
-                    label_selector=label_selector,
-                    field_selector=field_selector,
-                    resource_version=resource_version,
-                )
+                return await same_query(resource_version=resource_version)
             items.extend(page.get("items") or [])
         metadata = dict(page.get("metadata") or {})
         metadata.pop("continue", None)
