@@ -177,7 +177,7 @@ async def test_upgrade_paused_by_an_operator_outage_keeps_serving_and_resumes(ri
 
             async def promoted() -> bool:
                 status = (await rig.rs()).get("status") or {}
-                return (status.get("activeServiceStatus") or {}).get("rayClusterName") == new
+                return bool((status.get("activeServiceStatus") or {}).get("rayClusterName") == new)
 
             await eventually(promoted, f"{new} promoted by the next operator")
             new_pods = {p["metadata"]["name"] for p in await rig.pods(new)}
@@ -193,5 +193,5 @@ async def test_upgrade_paused_by_an_operator_outage_keeps_serving_and_resumes(ri
 
 async def _head_ready(rig: Rig, cluster: str) -> bool:
     heads = await rig.pods(cluster, "head")
-    conditions = (heads[0].get("status") or {}).get("conditions") or [] if heads else []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+    conditions: list[dict[str, str]] = (heads[0].get("status") or {}).get("conditions") or [] if heads else []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
