@@ -86,7 +86,7 @@ async def test_default_rayservice_probes_endpoints_and_scale_down_without_failur
     assert {port for _, port, _ in endpoints} == {8000}
 
     # num_replicas 3 -> 1 with traffic flowing through the current ready endpoints
-    async with Traffic(sc, "rs-serve-svc", "/fruit", max_seconds=30) as traffic:
+    async with Traffic(sc, "rs-serve-svc", "/fruit", max_requests=3000, max_seconds=30) as traffic:
         svc = await sc.get("rs")
         svc["spec"]["serveConfigV2"] = serve_config(1)
         await sc.client.update(RAYSERVICES, svc)
@@ -122,12 +122,8 @@ async def test_different_port_sample_serves_on_9000(scenario: Scenario) -> None:
     endpoints = await sc.ready_endpoints("rayservice-sample-serve-svc")
     assert endpoints and {port for _, port, _ in endpoints} == {9000}
     async with Traffic(sc, "rayservice-sample-serve-svc", "/fruit", max_requests=30, max_seconds=10) as t:
-        await eventually(lambda: _sent(t, 30), what="30 requests")
+        await eventually(lambda: t.sent_at_least(30), what="30 requests")
     assert t.report.failures == [] and t.report.ok == t.report.sent
-
-
-async def _sent(t: Traffic, n: int) -> bool:
-    return t.report.sent >= n
 
 
 async def test_custom_serve_service_sample(scenario: Scenario) -> None:

@@ -35,7 +35,7 @@ async def test_zero_downtime_upgrade_under_traffic(scenario: Scenario) -> None:
                 else None
             )
 
-        cur = await eventually(promoted, 40, "the new cluster promoted")
+        cur = await eventually(promoted, "the new cluster promoted", timeout=40)
         new = cur["status"]["activeServiceStatus"]["rayClusterName"]
 
         async def old_deleted() -> bool:
@@ -45,7 +45,7 @@ async def test_zero_downtime_upgrade_under_traffic(scenario: Scenario) -> None:
                 return True
             return False
 
-        await eventually(old_deleted, 30, "the old cluster deleted after its delay")
+        await eventually(old_deleted, "the old cluster deleted after its delay")
         await wait_ready(sc, "rs", endpoints=4)
     report = traffic.report
     assert report.sent > 100
@@ -100,17 +100,13 @@ async def test_rejected_serve_config_warns_while_active_keeps_serving(scenario: 
             return cur if condition(cur, "ServeConfigValid").get("reason") == "ServeConfigRejected" else None
 
         cur = await eventually(rejected, what="ServeConfigValid=False")
-        await eventually(lambda: _sent(traffic, 100), what="traffic after the rejection")
+        await eventually(lambda: traffic.sent_at_least(100), what="traffic after the rejection")
     assert "import_path" in condition(cur, "ServeConfigValid")["message"]
     assert condition(cur, "Ready")["status"] == "True"
     assert cur["status"]["activeServiceStatus"]["rayClusterName"] == cluster
     warnings = [e for e in await sc.events("rs") if e["reason"] == "FailedToUpdateServeApplications"]
     assert len(warnings) == 1 and warnings[0]["type"] == "Warning"
     assert traffic.report.failures == []
-
-
-async def _sent(t: Traffic, n: int) -> bool:
-    return t.report.sent >= n
 
 
 async def test_hanging_dashboard_does_not_block_other_rayservices(scenario: Scenario) -> None:

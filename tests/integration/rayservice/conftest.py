@@ -8,10 +8,9 @@ dashboard's Serve REST API and the proxy's ``/-/healthz`` on 127.0.0.1 (Pods get
 from __future__ import annotations
 
 import asyncio
-import copy
+import functools
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,20 +18,23 @@ import yaml
 from aiohttp import web
 
 from controllers import constants as c
-from controllers.raycluster.reconciler import cache_selectors
-from controllers.raycluster.reconciler import setup as setup_raycluster
-from controllers.rayservice.reconciler import RayServiceOptions
-from controllers.rayservice.setup import RayServiceController
-from controllers.rayservice.setup import setup as setup_rayservice
 from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import CRDS, ENDPOINTSLICES, PODS
 from kuberay_py.envtest import Environment
-from kuberay_py.manager.manager import Manager
-from kuberay_py.manager.options import ManagerOptions
+from tests import polling, rayservice_harness
+from tests.rayservice_harness import CRD_DIR, Operator, sample, stop_operator
 
-ROOT = Path(__file__).resolve().parents[3]
-CRD_DIR = ROOT / "config" / "crd" / "bases"
-SAMPLES = ROOT / "tests" / "scenario" / "samples"
+__all__ = [
+    "Operator",
+    "eventually",
+    "mark_pods_ready",
+    "put_endpoint_slice",
+    "rayservice_manifest",
+    "stop_operator",
+]
+
+# A stuck envtest step fails within 20 s (there is no kubelet or fake Ray start-up to wait for).
+eventually = functools.partial(polling.eventually, timeout=20.0)
 
 
 @dataclass
@@ -130,63 +132,27 @@ async def ensure_crds(env: Environment, client: Client) -> None:
         await env.wait_for_crds(["rayclusters.ray.io", "rayservices.ray.io"])
 
 
-@dataclass
-class Operator:
-    manager: Manager
-    rayservice: RayServiceController
-    task: asyncio.Task[None]
-
-
 @pytest.fixture
 async def start_operator(
     envtest: Environment, k8s: Client
 ) -> AsyncIterator[Callable[..., Awaitable[Operator]]]:
+    """Start operators on the shared envtest server (options: ``rayservice_harness.start_operator``)."""
     await ensure_crds(envtest, k8s)
     running: list[Operator] = []
 
-    async def start(**options: Any) -> Operator:
-        mgr = Manager(
-            envtest.client_config,
-            ManagerOptions(
-                metrics_bind_address="0",
-                health_probe_bind_address="0",
-                cache_selectors=cache_selectors(),
-                graceful_shutdown_timeout=5.0,
-            ),
-        )
-        if options.pop("raycluster", True):
-            setup_raycluster(mgr)
-        rs = setup_rayservice(
-            mgr,
-            head_check_period=options.pop("head_check_period", 0.3),
-            options=RayServiceOptions(
-                serve_poll_interval=options.pop("serve_poll_interval", 0.2),
-                env=options.pop("env", {}),
-            ),
-        )
-        task = asyncio.create_task(mgr.run(install_signal_handlers=False))
-        op = Operator(mgr, rs, task)
+    async def start_one(**options: Any) -> Operator:
+        op = rayservice_harness.start_operator(envtest.client_config, **options)
         running.append(op)
         return op
 
-    yield start
+    yield start_one
     for op in running:
         await stop_operator(op)
 
 
-async def stop_operator(op: Operator) -> None:
-    if op.task.done():
-        return
-    op.manager.stop()
-    try:
-        await asyncio.wait_for(op.task, 15)
-    except (TimeoutError, Exception):
-        op.task.cancel()
-
-
 def rayservice_manifest(fake: FakeRay, name: str = "rs", workers: int = 1) -> dict[str, Any]:
     """KubeRay's sample, pointed at the fake Ray's ports, with a small serve config."""
-    obj: dict[str, Any] = yaml.safe_load((SAMPLES / "ray-service.sample.yaml").read_text())
+    obj = sample("ray-service.sample.yaml")
     obj["metadata"] = {"name": name}
     obj["spec"]["serveConfigV2"] = yaml.safe_dump(
         {"applications": [{"name": "fruit_app", "import_path": "fruit:app", "route_prefix": "/fruit"}]}
@@ -201,23 +167,7 @@ def rayservice_manifest(fake: FakeRay, name: str = "rs", workers: int = 1) -> di
     group["template"]["spec"]["containers"][0]["ports"] = [
         {"name": "serve", "containerPort": fake.proxy_port}
     ]
-    return copy.deepcopy(obj)
-
-
-async def eventually(fn: Callable[[], Awaitable[Any]], timeout: float = 20.0, what: str = "condition") -> Any:
-    """Poll ``fn`` until it returns something truthy (like Gomega's Eventually)."""
-    deadline = asyncio.get_running_loop().time() + timeout
-    last: Any = None
-    while True:
-        try:
-            last = await fn()
-        except NotFound:
-            last = None
-        if last:
-            return last
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
-        await asyncio.sleep(0.05)
+    return obj
 
 
 async def mark_pods_ready(client: Client, namespace: str, cluster: str) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import yaml
 
-SAMPLES = Path(__file__).resolve().parents[2] / "scenario" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "fixtures" / "kuberay" / "samples"
 
 
 def load_sample(name: str) -> dict[str, Any]:

@@ -1,0 +1,50 @@
+"""Waiting on eventually-consistent state, shared by the envtest, scenario and reliability suites.
+
+Tests wait for an outcome in the API server (never for a fixed time); the bound only turns
+"stuck" into a failure that shows the last value seen. It is not a performance assertion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from kuberay_py.client import NotFound
+
+__all__ = ["condition", "eventually"]
+
+
+async def eventually(
+    fn: Callable[[], Awaitable[Any]],
+    what: str = "condition",
+    timeout: float = 30.0,
+    *,
+    tolerate: tuple[type[BaseException], ...] = (NotFound,),
+) -> Any:
+    """Poll ``fn`` until it returns something truthy (like Gomega's Eventually) and return that.
+
+    ``tolerate``: errors that count as "not yet" (by default NotFound, for objects the
+    operator has still to create); pass ``()`` where any error must fail at once.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    last: Any = None
+    while True:
+        try:
+            last = await fn()
+        except tolerate:
+            last = None
+        if last:
+            return last
+        if loop.time() > deadline:
+            raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+        await asyncio.sleep(0.05)
+
+
+def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
+    """The status condition of type ``type_`` (empty when the object has none)."""
+    for item in (obj.get("status") or {}).get("conditions") or []:
+        if item["type"] == type_:
+            return dict(item)
+    return {}

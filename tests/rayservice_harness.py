@@ -1,0 +1,229 @@
+"""The pieces every RayService end-to-end suite needs: KubeRay's samples, the operator in-process,
+the namespace's serving view, and a traffic loop routed the way kube-proxy would route it.
+
+Shared by ``tests/scenario`` (simulated kubelet and fake Ray nodes) and
+``tests/integration/rayservice`` (no kubelet, one fake Ray), so both drive the same operator
+wiring and read endpoints the same way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import aiohttp
+import yaml
+
+from controllers import constants as c
+from controllers.raycluster.reconciler import cache_selectors
+from controllers.raycluster.reconciler import setup as setup_raycluster
+from controllers.rayservice.reconciler import RayServiceOptions
+from controllers.rayservice.setup import RayServiceController
+from controllers.rayservice.setup import setup as setup_rayservice
+from kuberay_py.client import Client
+from kuberay_py.client.config import ClientConfig
+from kuberay_py.client.resources import ENDPOINTSLICES, EVENTS, PODS
+from kuberay_py.manager.manager import Manager
+from kuberay_py.manager.options import ManagerOptions
+
+ROOT = Path(__file__).resolve().parents[1]
+CRD_DIR = ROOT / "config" / "crd" / "bases"
+SAMPLES = ROOT / "tests" / "fixtures" / "kuberay" / "samples"
+
+Endpoint = tuple[str, int, str]  # (ip, port, Pod name)
+
+
+def sample(name: str) -> dict[str, Any]:
+    """A fresh copy of one of KubeRay's vendored sample manifests."""
+    obj: dict[str, Any] = yaml.safe_load((SAMPLES / name).read_text())
+    return copy.deepcopy(obj)
+
+
+# -- the operator -----------------------------------------------------------------------------------
+
+
+@dataclass
+class Operator:
+    manager: Manager
+    rayservice: RayServiceController
+    task: asyncio.Task[None]
+
+
+def start_operator(
+    config: ClientConfig,
+    *,
+    raycluster: bool = True,
+    head_check_period: float = 0.3,
+    serve_poll_interval: float = 0.2,
+    env: dict[str, str] | None = None,
+) -> Operator:
+    """The manager with the RayService (and by default RayCluster) controller, running on this loop."""
+    mgr = Manager(
+        config,
+        ManagerOptions(
+            metrics_bind_address="0",
+            health_probe_bind_address="0",
+            cache_selectors=cache_selectors(),
+            graceful_shutdown_timeout=5.0,
+        ),
+    )
+    if raycluster:
+        setup_raycluster(mgr)
+    rs = setup_rayservice(
+        mgr,
+        head_check_period=head_check_period,
+        options=RayServiceOptions(serve_poll_interval=serve_poll_interval, env=env or {}),
+    )
+    return Operator(mgr, rs, asyncio.create_task(mgr.run(install_signal_handlers=False)))
+
+
+async def stop_operator(op: Operator) -> None:
+    """Graceful stop; cancelled if it does not finish within its grace period."""
+    if op.task.done():
+        return
+    op.manager.stop()
+    try:
+        await asyncio.wait_for(op.task, 15)
+    except Exception:
+        op.task.cancel()
+
+
+# -- what a namespace serves ------------------------------------------------------------------------
+
+
+async def ready_endpoints(client: Client, namespace: str, service: str) -> list[Endpoint]:
+    """Every ready endpoint of the Service's EndpointSlices, as kube-proxy would route to them."""
+    slices = await client.list(
+        ENDPOINTSLICES, namespace, label_selector=f"kubernetes.io/service-name={service}"
+    )
+    out: list[Endpoint] = []
+    for s in slices["items"]:
+        ports = [int(p["port"]) for p in s.get("ports") or [] if p.get("port")]
+        for ep in s.get("endpoints") or []:
+            if (ep.get("conditions") or {}).get("ready") is True:
+                pod = (ep.get("targetRef") or {}).get("name", "")
+                out += [(ip, port, pod) for ip in ep.get("addresses") or [] for port in ports]
+    return out
+
+
+@dataclass
+class ServingNamespace:
+    """Reads of one test namespace: the serve endpoints, a cluster's Pods, an object's Events."""
+
+    client: Client
+    namespace: str
+
+    async def ready_endpoints(self, service: str) -> list[Endpoint]:
+        return await ready_endpoints(self.client, self.namespace, service)
+
+    async def pods(self, cluster: str, node_type: str | None = None) -> list[dict[str, Any]]:
+        selector = f"{c.RAY_CLUSTER_LABEL_KEY}={cluster}"
+        if node_type:
+            selector += f",{c.RAY_NODE_TYPE_LABEL_KEY}={node_type}"
+        return list((await self.client.list(PODS, self.namespace, label_selector=selector))["items"])
+
+    async def events(self, name: str) -> list[dict[str, Any]]:
+        items = (await self.client.list(EVENTS, self.namespace))["items"]
+        return [e for e in items if (e.get("regarding") or {}).get("name") == name]
+
+
+# -- traffic ----------------------------------------------------------------------------------------
+
+
+class EndpointSource(Protocol):
+    async def ready_endpoints(self, service: str) -> list[Endpoint]: ...
+
+
+@dataclass
+class TrafficReport:
+    sent: int = 0
+    ok: int = 0
+    failures: list[str] = field(default_factory=list)
+    pods_hit: set[str] = field(default_factory=set)
+    min_endpoints: int | None = None
+
+
+class Traffic:
+    """GETs through the serve Service's *currently ready* endpoints, as kube-proxy would route them.
+
+    The endpoint list is refreshed from the EndpointSlices every ``refresh`` seconds and the
+    smallest list seen is recorded. Bounded by ``max_requests`` and ``max_seconds`` (the loop
+    ends early when either is reached; the caller asserts on counts, not on time).
+    """
+
+    def __init__(
+        self,
+        source: EndpointSource,
+        service: str,
+        path: str = "/fruit",
+        *,
+        max_requests: int = 4000,
+        max_seconds: float = 30.0,
+        refresh: float = 0.05,
+    ) -> None:
+        self.source, self.service, self.path = source, service, path
+        self.max_requests, self.max_seconds, self.refresh = max_requests, max_seconds, refresh
+        self.report = TrafficReport()
+        self._stop = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self._endpoints: list[Endpoint] = []
+
+    async def __aenter__(self) -> Traffic:
+        self._endpoints = await self.source.ready_endpoints(self.service)
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._task is not None:
+            await self._task
+
+    async def sent_at_least(self, n: int) -> bool:
+        """For ``eventually``: ``n`` requests went out (an error if the loop already gave up)."""
+        if self.report.sent >= n:
+            return True
+        if self._task is not None and self._task.done():
+            raise AssertionError(f"traffic loop ended early: {self.report}")
+        return False
+
+    async def _refresh(self) -> None:
+        while not self._stop.is_set():
+            self._endpoints = await self.source.ready_endpoints(self.service)
+            n = len(self._endpoints)
+            r = self.report
+            r.min_endpoints = n if r.min_endpoints is None else min(r.min_endpoints, n)
+            await asyncio.sleep(self.refresh)
+
+    async def _run(self) -> None:
+        refresher = asyncio.create_task(self._refresh())
+        started = time.monotonic()
+        i = 0
+        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as session:
+            while not self._stop.is_set() and self.report.sent < self.max_requests:
+                if time.monotonic() - started > self.max_seconds:
+                    break
+                endpoints = self._endpoints
+                self.report.sent += 1
+                if not endpoints:
+                    self.report.failures.append("no ready endpoint")
+                    await asyncio.sleep(0.01)
+                    continue
+                ip, port, pod = endpoints[i % len(endpoints)]
+                i += 1
+                try:
+                    async with session.get(f"http://{ip}:{port}{self.path}") as resp:
+                        await resp.read()
+                        if resp.status == 200:
+                            self.report.ok += 1
+                            self.report.pods_hit.add(pod)
+                        else:
+                            self.report.failures.append(f"{pod} {ip}:{port} HTTP {resp.status}")
+                except Exception as exc:
+                    self.report.failures.append(f"{pod} {ip}:{port} {type(exc).__name__}: {exc}")
+                await asyncio.sleep(0.005)
+        refresher.cancel()
+        await asyncio.gather(refresher, return_exceptions=True)
