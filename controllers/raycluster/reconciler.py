@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from controllers import constants as C
@@ -28,6 +29,7 @@ from controllers.raycluster import common
 from controllers.raycluster.children import ChildPhase
 from controllers.raycluster.deletion import add_finalizer, finalize, needs_finalizer
 from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.pod_cache import slim_pod
 from controllers.raycluster.pods import PodPhase, ReplicaFailure
 from controllers.raycluster.status import compute_status, find_condition, status_differs
 from kuberay_py.client import ApiError, Client, Conflict, NotFound, Resource
@@ -44,7 +46,7 @@ from kuberay_py.controller import (
 )
 from kuberay_py.log import get_logger
 
-__all__ = ["CONTROLLER_NAME", "RayClusterReconciler", "cache_selectors", "setup"]
+__all__ = ["CONTROLLER_NAME", "RayClusterReconciler", "cache_selectors", "cache_transforms", "setup"]
 
 CONTROLLER_NAME = "raycluster-controller"
 log = get_logger("controllers.raycluster")
@@ -65,6 +67,15 @@ class CacheReader(Protocol):
 def cache_selectors() -> dict[Resource, str]:
     """Label selectors for the manager's cache: only Ray Pods and our own Jobs (KubeRay #4761)."""
     return {PODS: C.POD_CACHE_SELECTOR, JOBS: C.JOB_CACHE_SELECTOR}
+
+
+def cache_transforms() -> dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]]:
+    """Cache transforms for the manager: cached Pods keep only what the controllers read.
+
+    Cached Pods are then partial (see :mod:`controllers.raycluster.pod_cache`): Pods are only
+    ever patched or deleted, never updated from the cache.
+    """
+    return {PODS: slim_pod}
 
 
 def _now_iso(clock: Clock) -> str:
@@ -277,7 +288,8 @@ def setup(
 ) -> RayClusterReconciler:
     """Register the RayCluster controller with a :class:`kuberay_py.manager.Manager`.
 
-    The manager's cache should be built with :func:`cache_selectors` so only Ray Pods are cached.
+    The manager's cache should be built with :func:`cache_selectors` so only Ray Pods are cached,
+    and :func:`cache_transforms` so each keeps only the fields the controllers read.
     """
     opts = options or RayClusterOptions.from_env()
     if resync_period is not None:
