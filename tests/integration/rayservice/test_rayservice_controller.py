@@ -16,15 +16,36 @@ from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import EVENTS, PODS, SECRETS, SERVICES
 from kuberay_py.controller import Request, Result
 from kuberay_py.metrics import registry
+from tests.polling import condition as cond
 
 from .conftest import eventually, mark_pods_ready, put_endpoint_slice, rayservice_manifest, stop_operator
 
 
-def cond(obj: dict[str, Any], type_: str) -> dict[str, Any]:
-    for item in (obj.get("status") or {}).get("conditions") or []:
-        if item["type"] == type_:
-            return item
-    return {}
+async def pending_cluster(k8s: Client, namespace: str, *, other_than: str = "", name: str = "rs") -> str:
+    """The RayService's pending cluster ("" while it has none, or while it is still ``other_than``)."""
+    svc = await k8s.get(RAYSERVICES, name, namespace)
+    cluster = str(((svc.get("status") or {}).get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+    return "" if cluster == other_than else cluster
+
+
+async def pods_ready(k8s: Client, namespace: str, cluster: str) -> list[dict[str, Any]]:
+    """Play kubelet for the cluster's head and worker; both Pods once both exist."""
+    pods = await mark_pods_ready(k8s, namespace, cluster)
+    return pods if len(pods) == 2 else []
+
+
+async def with_condition(k8s: Client, namespace: str, type_: str, name: str = "rs") -> dict[str, Any] | None:
+    """The RayService once its ``type_`` condition is True."""
+    svc: dict[str, Any] = await k8s.get(RAYSERVICES, name, namespace)
+    return svc if cond(svc, type_).get("status") == "True" else None
+
+
+async def deleted_or_deleting(k8s: Client, namespace: str, cluster: str) -> bool:
+    try:
+        cur = await k8s.get(RAYCLUSTERS, cluster, namespace)
+    except NotFound:
+        return True
+    return bool(cur["metadata"].get("deletionTimestamp"))
 
 
 async def events_for(client: Client, namespace: str, name: str) -> list[dict[str, Any]]:
@@ -36,18 +57,12 @@ async def bring_up(k8s: Client, namespace: str, fake: Any, name: str = "rs") -> 
     """Create the RayService, play kubelet and EndpointSlice controller, wait until Ready."""
     await k8s.create(RAYSERVICES, rayservice_manifest(fake, name), namespace)
 
-    async def pending_cluster() -> str:
-        svc = await k8s.get(RAYSERVICES, name, namespace)
-        return str(((svc.get("status") or {}).get("pendingServiceStatus") or {}).get("rayClusterName") or "")
-
-    cluster = await eventually(pending_cluster, what="a pending cluster name")
+    cluster = await eventually(
+        lambda: pending_cluster(k8s, namespace, name=name), what="a pending cluster name"
+    )
     await eventually(lambda: k8s.get(RAYCLUSTERS, cluster, namespace), what="the RayCluster")
 
-    async def pods_ready() -> list[dict[str, Any]]:
-        pods = await mark_pods_ready(k8s, namespace, cluster)
-        return pods if len(pods) == 2 else []
-
-    pods = await eventually(pods_ready, what="head and worker Pods")
+    pods = await eventually(lambda: pods_ready(k8s, namespace, cluster), what="head and worker Pods")
 
     async def head_labelled() -> bool:
         head = await k8s.get(
@@ -59,11 +74,7 @@ async def bring_up(k8s: Client, namespace: str, fake: Any, name: str = "rs") -> 
     await eventually(lambda: k8s.get(SERVICES, f"{name}-serve-svc", namespace), what="the serve Service")
     await put_endpoint_slice(k8s, namespace, f"{name}-serve-svc", pods, fake.proxy_port)
 
-    async def ready() -> dict[str, Any] | None:
-        svc = await k8s.get(RAYSERVICES, name, namespace)
-        return svc if cond(svc, "Ready").get("status") == "True" else None
-
-    return dict(await eventually(ready, what="Ready=True"))
+    return dict(await eventually(lambda: with_condition(k8s, namespace, "Ready", name), what="Ready=True"))
 
 
 async def test_rayservice_comes_up_and_is_ready(
@@ -117,12 +128,8 @@ async def test_replica_change_and_serve_config_update_stay_in_place(
     svc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["replicas"] = 3
     svc = await k8s.update(RAYSERVICES, svc)
 
-    async def observed(generation: int) -> dict[str, Any] | None:
-        cur = await k8s.get(RAYSERVICES, "rs", namespace)
-        return cur if cur["status"].get("observedGeneration") == generation else None
-
     cur = await eventually(
-        lambda: observed(svc["metadata"]["generation"]), what="the replica change observed"
+        lambda: _observed(k8s, namespace, svc["metadata"]["generation"]), what="the replica change observed"
     )
     assert not (cur["status"].get("pendingServiceStatus") or {}).get("rayClusterName")
     assert len((await k8s.list(RAYCLUSTERS, namespace))["items"]) == 1
@@ -154,22 +161,14 @@ async def test_zero_downtime_upgrade_promotes_then_deletes_the_old_cluster(
     svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
     await k8s.update(RAYSERVICES, svc)
 
-    async def pending() -> str:
-        s = await k8s.get(RAYSERVICES, "rs", namespace)
-        return str((s["status"].get("pendingServiceStatus") or {}).get("rayClusterName") or "")
-
-    new = await eventually(pending, what="a pending cluster for the upgrade")
+    new = await eventually(lambda: pending_cluster(k8s, namespace), what="a pending cluster for the upgrade")
     assert new != old
     upgrading = await k8s.get(RAYSERVICES, "rs", namespace)
     assert cond(upgrading, "UpgradeInProgress")["status"] == "True"
     serve = await k8s.get(SERVICES, "rs-serve-svc", namespace)
     assert serve["spec"]["selector"]["ray.io/cluster"] == old  # not switched before the new one is ready
 
-    async def new_pods() -> list[dict[str, Any]]:
-        pods = await mark_pods_ready(k8s, namespace, new)
-        return pods if len(pods) == 2 else []
-
-    await eventually(new_pods, what="the new cluster's Pods")
+    await eventually(lambda: pods_ready(k8s, namespace, new), what="the new cluster's Pods")
 
     async def promoted() -> dict[str, Any] | None:
         s = await k8s.get(RAYSERVICES, "rs", namespace)
@@ -180,14 +179,7 @@ async def test_zero_downtime_upgrade_promotes_then_deletes_the_old_cluster(
     serve = await k8s.get(SERVICES, "rs-serve-svc", namespace)
     assert serve["spec"]["selector"]["ray.io/cluster"] == new
 
-    async def old_gone() -> bool:
-        try:
-            cluster = await k8s.get(RAYCLUSTERS, old, namespace)
-        except NotFound:
-            return True
-        return bool(cluster["metadata"].get("deletionTimestamp"))
-
-    await eventually(old_gone, what="the old cluster deleted")
+    await eventually(lambda: deleted_or_deleting(k8s, namespace, old), what="the old cluster deleted")
 
 
 async def test_deletion_deadline_survives_an_operator_restart(
@@ -199,17 +191,9 @@ async def test_deletion_deadline_survives_an_operator_restart(
     svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"  # default 60 s deletion delay
     await k8s.update(RAYSERVICES, svc)
 
-    async def pending() -> str:
-        s = await k8s.get(RAYSERVICES, "rs", namespace)
-        return str((s["status"].get("pendingServiceStatus") or {}).get("rayClusterName") or "")
+    new = await eventually(lambda: pending_cluster(k8s, namespace), what="a pending cluster")
 
-    new = await eventually(pending, what="a pending cluster")
-
-    async def new_pods() -> list[dict[str, Any]]:
-        pods = await mark_pods_ready(k8s, namespace, new)
-        return pods if len(pods) == 2 else []
-
-    await eventually(new_pods, what="the new cluster's Pods")
+    await eventually(lambda: pods_ready(k8s, namespace, new), what="the new cluster's Pods")
 
     async def deadline() -> str:
         cluster = await k8s.get(RAYCLUSTERS, old, namespace)
@@ -232,14 +216,9 @@ async def test_deletion_deadline_survives_an_operator_restart(
     cluster["metadata"]["annotations"][DELETION_DEADLINE_ANNOTATION_KEY] = "2000-01-01T00:00:00Z"
     await k8s.update(RAYCLUSTERS, cluster)
 
-    async def old_gone() -> bool:
-        try:
-            cur = await k8s.get(RAYCLUSTERS, old, namespace)
-        except NotFound:
-            return True
-        return bool(cur["metadata"].get("deletionTimestamp"))
-
-    await eventually(old_gone, what="the old cluster deleted after its deadline")
+    await eventually(
+        lambda: deleted_or_deleting(k8s, namespace, old), what="the old cluster deleted after its deadline"
+    )
 
 
 async def test_unhealthy_head_proxy_flips_the_label(
@@ -340,20 +319,14 @@ async def test_a_second_change_replaces_the_pending_cluster(
     svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
     svc = await k8s.update(RAYSERVICES, svc)
 
-    async def pending_name() -> str:
-        s = await k8s.get(RAYSERVICES, "rs", namespace)
-        return str((s["status"].get("pendingServiceStatus") or {}).get("rayClusterName") or "")
-
-    first = await eventually(pending_name, what="a first pending cluster")
+    first = await eventually(lambda: pending_cluster(k8s, namespace), what="a first pending cluster")
     svc = await k8s.get(RAYSERVICES, "rs", namespace)
     svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.61.0"
     await k8s.update(RAYSERVICES, svc)
 
-    async def replaced() -> str:
-        name = await pending_name()
-        return name if name and name != first else ""
-
-    second = await eventually(replaced, what="the pending cluster replaced")
+    second = await eventually(
+        lambda: pending_cluster(k8s, namespace, other_than=first), what="the pending cluster replaced"
+    )
     await eventually(lambda: k8s.get(RAYCLUSTERS, second, namespace), what="the second pending cluster")
 
     async def first_scheduled_for_deletion() -> bool:
@@ -412,17 +385,8 @@ async def test_excluded_head_is_never_probed_and_stays_false(
     body["spec"]["excludeHeadPodFromServeSvc"] = True
     await k8s.create(RAYSERVICES, body, namespace)
 
-    async def pending_cluster() -> str:
-        s = await k8s.get(RAYSERVICES, "rs", namespace)
-        return str(((s.get("status") or {}).get("pendingServiceStatus") or {}).get("rayClusterName") or "")
-
-    cluster = await eventually(pending_cluster, what="a pending cluster")
-
-    async def pods_ready() -> list[dict[str, Any]]:
-        pods = await mark_pods_ready(k8s, namespace, cluster)
-        return pods if len(pods) == 2 else []
-
-    await eventually(pods_ready, what="Pods")
+    cluster = await eventually(lambda: pending_cluster(k8s, namespace), what="a pending cluster")
+    await eventually(lambda: pods_ready(k8s, namespace, cluster), what="Pods")
 
     async def promoted() -> dict[str, Any] | None:
         s = await k8s.get(RAYSERVICES, "rs", namespace)
@@ -509,17 +473,8 @@ async def test_repointing_a_nodeport_serve_service_keeps_its_node_port(
     body["spec"]["serveService"] = {"metadata": {"name": "rs-public"}, "spec": {"type": "NodePort"}}
     await k8s.create(RAYSERVICES, body, namespace)
 
-    async def pending_cluster() -> str:
-        s = await k8s.get(RAYSERVICES, "rs", namespace)
-        return str(((s.get("status") or {}).get("pendingServiceStatus") or {}).get("rayClusterName") or "")
-
-    first = await eventually(pending_cluster, what="a first cluster")
-
-    async def pods_ready(cluster: str) -> list[dict[str, Any]]:
-        pods = await mark_pods_ready(k8s, namespace, cluster)
-        return pods if len(pods) == 2 else []
-
-    await eventually(lambda: pods_ready(first), what="Pods")
+    first = await eventually(lambda: pending_cluster(k8s, namespace), what="a first cluster")
+    await eventually(lambda: pods_ready(k8s, namespace, first), what="Pods")
     svc = await eventually(lambda: k8s.get(SERVICES, "rs-public", namespace), what="the serve Service")
     if not svc["spec"]["ports"][0].get("nodePort"):  # the built-in API server allocates none
         svc["spec"]["ports"][0]["nodePort"] = 30080
@@ -530,12 +485,10 @@ async def test_repointing_a_nodeport_serve_service_keeps_its_node_port(
     rs["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
     await k8s.update(RAYSERVICES, rs)
 
-    async def second_cluster() -> str:
-        name = await pending_cluster()
-        return name if name and name != first else ""
-
-    second = await eventually(second_cluster, what="the upgrade's cluster")
-    await eventually(lambda: pods_ready(second), what="the new Pods")
+    second = await eventually(
+        lambda: pending_cluster(k8s, namespace, other_than=first), what="the upgrade's cluster"
+    )
+    await eventually(lambda: pods_ready(k8s, namespace, second), what="the new Pods")
 
     async def repointed() -> dict[str, Any] | None:
         cur = await k8s.get(SERVICES, "rs-public", namespace)
@@ -555,11 +508,7 @@ async def test_suspend_tears_down_and_resume_brings_back(
     svc["spec"]["suspend"] = True
     await k8s.update(RAYSERVICES, svc)
 
-    async def suspended() -> dict[str, Any] | None:
-        s = await k8s.get(RAYSERVICES, "rs", namespace)
-        return s if cond(s, "Suspended").get("status") == "True" else None
-
-    cur = await eventually(suspended, what="Suspended=True")
+    cur = await eventually(lambda: with_condition(k8s, namespace, "Suspended"), what="Suspended=True")
     assert cond(cur, "Suspending")["status"] == "False"
     assert not (cur["status"].get("activeServiceStatus") or {}).get("rayClusterName")
     assert cur["status"]["numServeEndpoints"] == 0
@@ -574,28 +523,17 @@ async def test_suspend_tears_down_and_resume_brings_back(
     cur["spec"]["suspend"] = False
     await k8s.update(RAYSERVICES, cur)
 
-    async def new_cluster() -> str:
-        s = await k8s.get(RAYSERVICES, "rs", namespace)
-        name = (s["status"].get("pendingServiceStatus") or {}).get("rayClusterName")
-        return str(name) if name and name != old else ""
-
-    new = await eventually(new_cluster, what="a fresh cluster after resume")
+    new = await eventually(
+        lambda: pending_cluster(k8s, namespace, other_than=old), what="a fresh cluster after resume"
+    )
     resumed = await k8s.get(RAYSERVICES, "rs", namespace)
     assert cond(resumed, "Suspended")["reason"] == "RayServiceResumed"
 
-    async def pods_ready() -> list[dict[str, Any]]:
-        pods = await mark_pods_ready(k8s, namespace, new)
-        return pods if len(pods) == 2 else []
-
-    pods = await eventually(pods_ready, what="the new Pods")
+    pods = await eventually(lambda: pods_ready(k8s, namespace, new), what="the new Pods")
     await eventually(lambda: k8s.get(SERVICES, "rs-serve-svc", namespace), what="the serve Service again")
     await put_endpoint_slice(k8s, namespace, "rs-serve-svc", pods, fake_ray.proxy_port)
 
-    async def ready() -> dict[str, Any] | None:
-        s = await k8s.get(RAYSERVICES, "rs", namespace)
-        return s if cond(s, "Ready").get("status") == "True" else None
-
-    back = await eventually(ready, what="Ready again")
+    back = await eventually(lambda: with_condition(k8s, namespace, "Ready"), what="Ready again")
     assert back["status"]["activeServiceStatus"]["rayClusterName"] == new
 
 
@@ -622,17 +560,8 @@ async def test_ray_token_auth_from_a_secret(start_operator, fake_ray, k8s: Clien
     spec["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["env"] = env
     await k8s.create(RAYSERVICES, body, namespace)
 
-    async def pending_cluster() -> str:
-        s = await k8s.get(RAYSERVICES, "rs", namespace)
-        return str(((s.get("status") or {}).get("pendingServiceStatus") or {}).get("rayClusterName") or "")
-
-    cluster = await eventually(pending_cluster, what="a cluster")
-
-    async def pods_ready() -> list[dict[str, Any]]:
-        pods = await mark_pods_ready(k8s, namespace, cluster)
-        return pods if len(pods) == 2 else []
-
-    await eventually(pods_ready, what="Pods")
+    cluster = await eventually(lambda: pending_cluster(k8s, namespace), what="a cluster")
+    await eventually(lambda: pods_ready(k8s, namespace, cluster), what="Pods")
     await eventually(lambda: _submitted(fake_ray), what="the config accepted with the token")
     assert fake_ray.unauthorized == 0
 
