@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import shutil
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from kuberay_py.client import Client, Invalid
 from kuberay_py.client.resources import Resource
 from kuberay_py.envtest import Environment
+from tests.manifest_edits import Mutation, all_of, delete_path, duplicate_first_group, set_path
 
 ROOT = Path(__file__).resolve().parents[2]
 CRD_DIR = ROOT / "config" / "crd" / "bases"
@@ -148,48 +149,6 @@ async def test_sample_is_accepted_without_loss(
 CLUSTER: dict[str, Any] = yaml.safe_load((ROOT / "config/samples/ray-cluster.sample.yaml").read_text())
 SERVICE: dict[str, Any] = yaml.safe_load((ROOT / "config/samples/ray-service.sample.yaml").read_text())
 
-Mutation = Callable[[dict[str, Any]], None]
-
-
-def _parts(path: str) -> list[str | int]:
-    return [int(p[1:-1]) if p.startswith("[") else p for p in path.replace("[", ".[").split(".") if p]
-
-
-def _set(path: str, value: Any) -> Mutation:
-    def apply(obj: dict[str, Any]) -> None:
-        *head, last = _parts(path)
-        cur: Any = obj
-        for part in head:
-            cur = cur[part] if isinstance(part, int) else cur.setdefault(part, {})
-        cur[last] = value
-
-    return apply
-
-
-def _delete(path: str) -> Mutation:
-    def apply(obj: dict[str, Any]) -> None:
-        *head, last = _parts(path)
-        cur: Any = obj
-        for part in head:
-            cur = cur[part]
-        del cur[last]
-
-    return apply
-
-
-def _all(*mutations: Mutation) -> Mutation:
-    def apply(obj: dict[str, Any]) -> None:
-        for m in mutations:
-            m(obj)
-
-    return apply
-
-
-def _duplicate_group(obj: dict[str, Any]) -> None:
-    groups = obj["spec"]["workerGroupSpecs"]
-    groups.append(copy.deepcopy(groups[0]))
-
-
 HEAD = "spec.headGroupSpec"
 HEAD_C0 = f"{HEAD}.template.spec.containers[0]"
 W0 = "spec.workerGroupSpecs[0]"
@@ -198,174 +157,184 @@ RC = "spec.rayClusterConfig"
 # (id, kind, mutation, the field path the rejection must name)
 INVALID: list[tuple[str, str, Mutation, str]] = [
     # Types, enums, required fields, patterns: the schema's job.
-    ("replicas-string", "RayCluster", _set(f"{W0}.replicas", "3"), f"{W0}.replicas"),
-    ("suspend-string", "RayCluster", _set("spec.suspend", "yes"), "spec.suspend"),
+    ("replicas-string", "RayCluster", set_path(f"{W0}.replicas", "3"), f"{W0}.replicas"),
+    ("suspend-string", "RayCluster", set_path("spec.suspend", "yes"), "spec.suspend"),
     (
         "ray-start-param-int",
         "RayCluster",
-        _set(f"{HEAD}.rayStartParams", {"num-cpus": 1}),
+        set_path(f"{HEAD}.rayStartParams", {"num-cpus": 1}),
         f"{HEAD}.rayStartParams",
     ),
     (
         "upgrade-enum",
         "RayCluster",
-        _set("spec.upgradeStrategy", {"type": "Rolling"}),
+        set_path("spec.upgradeStrategy", {"type": "Rolling"}),
         "spec.upgradeStrategy.type",
     ),
-    ("no-head-group", "RayCluster", _delete(HEAD), HEAD),
-    ("no-head-template", "RayCluster", _delete(f"{HEAD}.template"), f"{HEAD}.template"),
+    ("no-head-group", "RayCluster", delete_path(HEAD), HEAD),
+    ("no-head-template", "RayCluster", delete_path(f"{HEAD}.template"), f"{HEAD}.template"),
     (
         "pod-spec-without-containers",
         "RayCluster",
-        _set(f"{HEAD}.template.spec", {}),
+        set_path(f"{HEAD}.template.spec", {}),
         f"{HEAD}.template.spec.containers",
     ),
-    ("container-without-name", "RayCluster", _delete(f"{HEAD_C0}.name"), f"{HEAD_C0}.name"),
-    ("no-group-name", "RayCluster", _delete(f"{W0}.groupName"), f"{W0}.groupName"),
-    ("no-worker-template", "RayCluster", _delete(f"{W0}.template"), f"{W0}.template"),
+    ("container-without-name", "RayCluster", delete_path(f"{HEAD_C0}.name"), f"{HEAD_C0}.name"),
+    ("no-group-name", "RayCluster", delete_path(f"{W0}.groupName"), f"{W0}.groupName"),
+    ("no-worker-template", "RayCluster", delete_path(f"{W0}.template"), f"{W0}.template"),
     (
         "bad-cpu-quantity",
         "RayCluster",
-        _set(f"{HEAD_C0}.resources.limits.cpu", "one"),
+        set_path(f"{HEAD_C0}.resources.limits.cpu", "one"),
         f"{HEAD_C0}.resources.limits",
     ),
     (
         "port-string",
         "RayCluster",
-        _set(f"{HEAD_C0}.ports[0].containerPort", "gcs"),
+        set_path(f"{HEAD_C0}.ports[0].containerPort", "gcs"),
         f"{HEAD_C0}.ports[0].containerPort",
     ),
-    ("env-without-name", "RayCluster", _set(f"{HEAD_C0}.env", [{"value": "x"}]), f"{HEAD_C0}.env[0].name"),
+    (
+        "env-without-name",
+        "RayCluster",
+        set_path(f"{HEAD_C0}.env", [{"value": "x"}]),
+        f"{HEAD_C0}.env[0].name",
+    ),
     (
         "upscaling-enum",
         "RayCluster",
-        _set("spec.autoscalerOptions", {"upscalingMode": "Fast"}),
+        set_path("spec.autoscalerOptions", {"upscalingMode": "Fast"}),
         "spec.autoscalerOptions.upscalingMode",
     ),
     (
         "autoscaler-version-enum",
         "RayCluster",
-        _set("spec.autoscalerOptions", {"version": "v3"}),
+        set_path("spec.autoscalerOptions", {"version": "v3"}),
         "spec.autoscalerOptions.version",
     ),
     (
         "gcs-backend-enum",
         "RayCluster",
-        _set("spec.gcsFaultToleranceOptions", {"backend": "etcd"}),
+        set_path("spec.gcsFaultToleranceOptions", {"backend": "etcd"}),
         "spec.gcsFaultToleranceOptions.backend",
     ),
     (
         "ingress-path-type-enum",
         "RayCluster",
-        _set(f"{HEAD}.ingressOptions", {"pathType": "Regex"}),
+        set_path(f"{HEAD}.ingressOptions", {"pathType": "Regex"}),
         f"{HEAD}.ingressOptions.pathType",
     ),
-    ("auth-mode-enum", "RayCluster", _set("spec.authOptions", {"mode": "oauth"}), "spec.authOptions.mode"),
+    (
+        "auth-mode-enum",
+        "RayCluster",
+        set_path("spec.authOptions", {"mode": "oauth"}),
+        "spec.authOptions.mode",
+    ),
     (
         "head-service-port-missing",
         "RayCluster",
-        _set(f"{HEAD}.headService", {"spec": {"ports": [{"name": "x"}]}}),
+        set_path(f"{HEAD}.headService", {"spec": {"ports": [{"name": "x"}]}}),
         f"{HEAD}.headService.spec.ports[0].port",
     ),
-    ("managed-by-other", "RayCluster", _set("spec.managedBy", "someone-else"), "spec.managedBy"),
-    ("service-no-cluster-config", "RayService", _delete(RC), RC),
+    ("managed-by-other", "RayCluster", set_path("spec.managedBy", "someone-else"), "spec.managedBy"),
+    ("service-no-cluster-config", "RayService", delete_path(RC), RC),
     (
         "service-serve-config-object",
         "RayService",
-        _set("spec.serveConfigV2", {"applications": []}),
+        set_path("spec.serveConfigV2", {"applications": []}),
         "spec.serveConfigV2",
     ),
     (
         "service-negative-delay",
         "RayService",
-        _set("spec.rayClusterDeletionDelaySeconds", -1),
+        set_path("spec.rayClusterDeletionDelaySeconds", -1),
         "spec.rayClusterDeletionDelaySeconds",
     ),
     # Semantics: what only the operator can check.
-    ("name-too-long", "RayCluster", _set("metadata.name", "a" * 54), "metadata.name"),
-    ("name-not-dns1035", "RayCluster", _set("metadata.name", "1-cluster"), "metadata.name"),
-    ("min-above-max", "RayCluster", _set(f"{W0}.minReplicas", 6), f"{W0}.minReplicas"),
-    ("negative-min", "RayCluster", _set(f"{W0}.minReplicas", -1), f"{W0}.minReplicas"),
-    ("zero-hosts", "RayCluster", _set(f"{W0}.numOfHosts", 0), f"{W0}.numOfHosts"),
-    ("duplicate-groups", "RayCluster", _duplicate_group, "spec.workerGroupSpecs[1].groupName"),
+    ("name-too-long", "RayCluster", set_path("metadata.name", "a" * 54), "metadata.name"),
+    ("name-not-dns1035", "RayCluster", set_path("metadata.name", "1-cluster"), "metadata.name"),
+    ("min-above-max", "RayCluster", set_path(f"{W0}.minReplicas", 6), f"{W0}.minReplicas"),
+    ("negative-min", "RayCluster", set_path(f"{W0}.minReplicas", -1), f"{W0}.minReplicas"),
+    ("zero-hosts", "RayCluster", set_path(f"{W0}.numOfHosts", 0), f"{W0}.numOfHosts"),
+    ("duplicate-groups", "RayCluster", duplicate_first_group, "spec.workerGroupSpecs[1].groupName"),
     (
         "head-without-containers",
         "RayCluster",
-        _set(f"{HEAD}.template.spec.containers", []),
+        set_path(f"{HEAD}.template.spec.containers", []),
         f"{HEAD}.template.spec.containers",
     ),
     (
         "ft-annotation-and-options",
         "RayCluster",
-        _all(
-            _set("metadata.annotations", {"ray.io/ft-enabled": "true"}),
-            _set("spec.gcsFaultToleranceOptions", {"redisAddress": "redis:6379"}),
+        all_of(
+            set_path("metadata.annotations", {"ray.io/ft-enabled": "true"}),
+            set_path("spec.gcsFaultToleranceOptions", {"redisAddress": "redis:6379"}),
         ),
         "spec.gcsFaultToleranceOptions",
     ),
     (
         "redis-env-without-ft",
         "RayCluster",
-        _set(f"{HEAD_C0}.env", [{"name": "RAY_REDIS_ADDRESS", "value": "r:6379"}]),
+        set_path(f"{HEAD_C0}.env", [{"name": "RAY_REDIS_ADDRESS", "value": "r:6379"}]),
         f"{HEAD_C0}.env",
     ),
     (
         "idle-timeout-without-v2",
         "RayCluster",
-        _set(f"{W0}.idleTimeoutSeconds", 30),
+        set_path(f"{W0}.idleTimeoutSeconds", 30),
         f"{W0}.idleTimeoutSeconds",
     ),
     (
         "suspended-group-with-autoscaler",
         "RayCluster",
-        _all(_set("spec.enableInTreeAutoscaling", True), _set(f"{W0}.suspend", True)),
+        all_of(set_path("spec.enableInTreeAutoscaling", True), set_path(f"{W0}.suspend", True)),
         f"{W0}.suspend",
     ),
     (
         "autoscaler-v2-restart-always",
         "RayCluster",
-        _all(
-            _set("spec.enableInTreeAutoscaling", True),
-            _set("spec.autoscalerOptions", {"version": "v2"}),
-            _set(f"{HEAD}.template.spec.restartPolicy", "Always"),
+        all_of(
+            set_path("spec.enableInTreeAutoscaling", True),
+            set_path("spec.autoscalerOptions", {"version": "v2"}),
+            set_path(f"{HEAD}.template.spec.restartPolicy", "Always"),
         ),
         f"{HEAD}.template.spec.restartPolicy",
     ),
-    ("service-name-too-long", "RayService", _set("metadata.name", "s" * 48), "metadata.name"),
+    ("service-name-too-long", "RayService", set_path("metadata.name", "s" * 48), "metadata.name"),
     (
         "service-custom-head-service-name",
         "RayService",
-        _set(f"{RC}.headGroupSpec.headService", {"metadata": {"name": "mine"}}),
+        set_path(f"{RC}.headGroupSpec.headService", {"metadata": {"name": "mine"}}),
         f"{RC}.headGroupSpec.headService.metadata.name",
     ),
     (
         "service-upgrade-type",
         "RayService",
-        _set("spec.upgradeStrategy", {"type": "BlueGreen"}),
+        set_path("spec.upgradeStrategy", {"type": "BlueGreen"}),
         "spec.upgradeStrategy.type",
     ),
     (
         "service-serve-config-not-yaml",
         "RayService",
-        _set("spec.serveConfigV2", "applications: [\n"),
+        set_path("spec.serveConfigV2", "applications: [\n"),
         "spec.serveConfigV2",
     ),
     (
         "service-serve-config-no-apps",
         "RayService",
-        _set("spec.serveConfigV2", "proxy_location: HeadOnly\n"),
+        set_path("spec.serveConfigV2", "proxy_location: HeadOnly\n"),
         "spec.serveConfigV2",
     ),
     (
         "service-bad-timeout",
         "RayService",
-        _set("metadata.annotations", {"ray.io/initializing-timeout": "soon"}),
+        set_path("metadata.annotations", {"ray.io/initializing-timeout": "soon"}),
         "metadata.annotations",
     ),
     (
         "service-inner-min-above-max",
         "RayService",
-        _set(f"{RC}.workerGroupSpecs[0].minReplicas", 9),
+        set_path(f"{RC}.workerGroupSpecs[0].minReplicas", 9),
         f"{RC}.workerGroupSpecs[0].minReplicas",
     ),
 ]

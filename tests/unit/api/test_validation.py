@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,175 +18,141 @@ from controllers.api.validation import (
     validate_raycluster,
     validate_rayservice,
 )
+from tests.manifest_edits import Mutation, all_of, delete_path, duplicate_first_group, set_path
 
 SAMPLES = Path(__file__).resolve().parents[3] / "config" / "samples"
 CLUSTER: dict[str, Any] = yaml.safe_load((SAMPLES / "ray-cluster.sample.yaml").read_text())
 SERVICE: dict[str, Any] = yaml.safe_load((SAMPLES / "ray-service.sample.yaml").read_text())
 
-Mutation = Callable[[dict[str, Any]], None]
-
-
-def _set(path: str, value: Any) -> Mutation:
-    """A mutation that sets a dotted path (``[n]`` for list items), creating maps on the way."""
-
-    def apply(obj: dict[str, Any]) -> None:
-        parts = path.replace("[", ".[").split(".")
-        cur: Any = obj
-        for part in parts[:-1]:
-            if part.startswith("["):
-                cur = cur[int(part[1:-1])]
-            else:
-                cur = cur.setdefault(part, {})
-        last = parts[-1]
-        if last.startswith("["):
-            cur[int(last[1:-1])] = value
-        else:
-            cur[last] = value
-
-    return apply
-
-
-def _delete(path: str) -> Mutation:
-    def apply(obj: dict[str, Any]) -> None:
-        *head, last = path.replace("[", ".[").split(".")
-        cur: Any = obj
-        for part in head:
-            cur = cur[int(part[1:-1])] if part.startswith("[") else cur[part]
-        del cur[last]
-
-    return apply
-
-
-def _both(*mutations: Mutation) -> Mutation:
-    def apply(obj: dict[str, Any]) -> None:
-        for m in mutations:
-            m(obj)
-
-    return apply
-
-
-def _second_group(obj: dict[str, Any]) -> None:
-    groups = obj["spec"]["workerGroupSpecs"]
-    groups.append(copy.deepcopy(groups[0]))
-
-
 W0 = "spec.workerGroupSpecs[0]"
 HEAD_ENV = "spec.headGroupSpec.template.spec.containers[0].env"
 
 CLUSTER_CASES: list[tuple[str, Mutation, str, str]] = [
-    ("name too long", _set("metadata.name", "a" * 54), "metadata.name", "no more than 53"),
-    ("name not DNS-1035", _set("metadata.name", "1abc"), "metadata.name", "DNS1035"),
-    ("name uppercase", _set("metadata.name", "Abc"), "metadata.name", "DNS1035"),
-    ("no head group", _delete("spec.headGroupSpec"), "spec.headGroupSpec", "required"),
-    ("no head template", _delete("spec.headGroupSpec.template"), "spec.headGroupSpec.template", "required"),
+    ("name too long", set_path("metadata.name", "a" * 54), "metadata.name", "no more than 53"),
+    ("name not DNS-1035", set_path("metadata.name", "1abc"), "metadata.name", "DNS1035"),
+    ("name uppercase", set_path("metadata.name", "Abc"), "metadata.name", "DNS1035"),
+    ("no head group", delete_path("spec.headGroupSpec"), "spec.headGroupSpec", "required"),
+    (
+        "no head template",
+        delete_path("spec.headGroupSpec.template"),
+        "spec.headGroupSpec.template",
+        "required",
+    ),
     (
         "head without containers",
-        _set("spec.headGroupSpec.template.spec.containers", []),
+        set_path("spec.headGroupSpec.template.spec.containers", []),
         "spec.headGroupSpec.template.spec.containers",
         "at least one container",
     ),
     (
         "worker without containers",
-        _set(f"{W0}.template.spec.containers", []),
+        set_path(f"{W0}.template.spec.containers", []),
         f"{W0}.template.spec.containers",
         "at least one container",
     ),
-    ("min > max", _set(f"{W0}.minReplicas", 6), f"{W0}.minReplicas", "greater than maxReplicas"),
-    ("negative min", _set(f"{W0}.minReplicas", -1), f"{W0}.minReplicas", "negative minReplicas"),
-    ("negative max", _set(f"{W0}.maxReplicas", -1), f"{W0}.maxReplicas", "negative maxReplicas"),
-    ("max unset without autoscaling", _delete(f"{W0}.maxReplicas"), f"{W0}.maxReplicas", "must set both"),
-    ("min unset without autoscaling", _delete(f"{W0}.minReplicas"), f"{W0}.minReplicas", "must set both"),
-    ("numOfHosts 0", _set(f"{W0}.numOfHosts", 0), f"{W0}.numOfHosts", "numOfHosts >= 1"),
-    ("duplicate group names", _second_group, "spec.workerGroupSpecs[1].groupName", "duplicate"),
-    ("empty group name", _set(f"{W0}.groupName", ""), f"{W0}.groupName", "required"),
+    ("min > max", set_path(f"{W0}.minReplicas", 6), f"{W0}.minReplicas", "greater than maxReplicas"),
+    ("negative min", set_path(f"{W0}.minReplicas", -1), f"{W0}.minReplicas", "negative minReplicas"),
+    ("negative max", set_path(f"{W0}.maxReplicas", -1), f"{W0}.maxReplicas", "negative maxReplicas"),
+    ("max unset without autoscaling", delete_path(f"{W0}.maxReplicas"), f"{W0}.maxReplicas", "must set both"),
+    ("min unset without autoscaling", delete_path(f"{W0}.minReplicas"), f"{W0}.minReplicas", "must set both"),
+    ("numOfHosts 0", set_path(f"{W0}.numOfHosts", 0), f"{W0}.numOfHosts", "numOfHosts >= 1"),
+    ("duplicate group names", duplicate_first_group, "spec.workerGroupSpecs[1].groupName", "duplicate"),
+    ("empty group name", set_path(f"{W0}.groupName", ""), f"{W0}.groupName", "required"),
     (
         "ft annotation and options",
-        _both(
-            _set("metadata.annotations", {"ray.io/ft-enabled": "true"}),
-            _set("spec.gcsFaultToleranceOptions", {"redisAddress": "redis:6379"}),
+        all_of(
+            set_path("metadata.annotations", {"ray.io/ft-enabled": "true"}),
+            set_path("spec.gcsFaultToleranceOptions", {"redisAddress": "redis:6379"}),
         ),
         "spec.gcsFaultToleranceOptions",
         "ray.io/ft-enabled",
     ),
     (
         "redis address env without FT",
-        _set(HEAD_ENV, [{"name": "RAY_REDIS_ADDRESS", "value": "redis:6379"}]),
+        set_path(HEAD_ENV, [{"name": "RAY_REDIS_ADDRESS", "value": "redis:6379"}]),
         HEAD_ENV,
         "RAY_REDIS_ADDRESS",
     ),
     (
         "redis-password param with FT options",
-        _both(
-            _set("spec.gcsFaultToleranceOptions", {"redisAddress": "r:6379"}),
-            _set("spec.headGroupSpec.rayStartParams", {"redis-password": "x"}),
+        all_of(
+            set_path("spec.gcsFaultToleranceOptions", {"redisAddress": "r:6379"}),
+            set_path("spec.headGroupSpec.rayStartParams", {"redis-password": "x"}),
         ),
         "spec.headGroupSpec.rayStartParams",
         "redis-password",
     ),
     (
         "redis username param",
-        _set("spec.headGroupSpec.rayStartParams", {"redis-username": "u"}),
+        set_path("spec.headGroupSpec.rayStartParams", {"redis-username": "u"}),
         "spec.headGroupSpec.rayStartParams",
         "redis username",
     ),
     (
         "rayStartParams and resources",
-        _both(_set(f"{W0}.rayStartParams", {"num-cpus": "1"}), _set(f"{W0}.resources", {"CPU": "1"})),
+        all_of(
+            set_path(f"{W0}.rayStartParams", {"num-cpus": "1"}), set_path(f"{W0}.resources", {"CPU": "1"})
+        ),
         f"{W0}.resources",
         "both rayStartParams and resources",
     ),
     (
         "bad group label key",
-        _set("spec.headGroupSpec.labels", {"-bad": "x"}),
+        set_path("spec.headGroupSpec.labels", {"-bad": "x"}),
         "spec.headGroupSpec.labels",
         "invalid label key",
     ),
     (
         "suspended group with autoscaler",
-        _both(_set("spec.enableInTreeAutoscaling", True), _set(f"{W0}.suspend", True)),
+        all_of(set_path("spec.enableInTreeAutoscaling", True), set_path(f"{W0}.suspend", True)),
         f"{W0}.suspend",
         "Autoscaler",
     ),
     (
         "autoscaler v2 with restartPolicy Always",
-        _both(
-            _set("spec.enableInTreeAutoscaling", True),
-            _set("spec.autoscalerOptions", {"version": "v2"}),
-            _set("spec.headGroupSpec.template.spec.restartPolicy", "Always"),
+        all_of(
+            set_path("spec.enableInTreeAutoscaling", True),
+            set_path("spec.autoscalerOptions", {"version": "v2"}),
+            set_path("spec.headGroupSpec.template.spec.restartPolicy", "Always"),
         ),
         "spec.headGroupSpec.template.spec.restartPolicy",
         "Never or unset",
     ),
     (
         "idle timeout without autoscaler v2",
-        _set(f"{W0}.idleTimeoutSeconds", 60),
+        set_path(f"{W0}.idleTimeoutSeconds", 60),
         f"{W0}.idleTimeoutSeconds",
         "autoscaler v2",
     ),
     (
         "upgrade strategy type",
-        _set("spec.upgradeStrategy", {"type": "Rolling"}),
+        set_path("spec.upgradeStrategy", {"type": "Rolling"}),
         "spec.upgradeStrategy.type",
         "Rolling",
     ),
-    ("rocksdb backend", _set("spec.gcsFaultToleranceOptions", {"backend": "rocksdb"}), "backend", "RocksDB"),
+    (
+        "rocksdb backend",
+        set_path("spec.gcsFaultToleranceOptions", {"backend": "rocksdb"}),
+        "backend",
+        "RocksDB",
+    ),
     (
         "token auth on old Ray",
-        _both(_set("spec.authOptions", {"mode": "token"}), _set("spec.rayVersion", "2.40.0")),
+        all_of(set_path("spec.authOptions", {"mode": "token"}), set_path("spec.rayVersion", "2.40.0")),
         "spec.rayVersion",
         "2.52.0",
     ),
     (
         "network policy",
-        _set("spec.networkPolicy", {"mode": "DenyAll"}),
+        set_path("spec.networkPolicy", {"mode": "DenyAll"}),
         "spec.networkPolicy",
         "not supported",
     ),
-    ("replicas is a string", _set(f"{W0}.replicas", "3"), f"{W0}.replicas", "integer"),
-    ("suspend is a string", _set("spec.suspend", "yes"), "spec.suspend", "boolean"),
+    ("replicas is a string", set_path(f"{W0}.replicas", "3"), f"{W0}.replicas", "integer"),
+    ("suspend is a string", set_path("spec.suspend", "yes"), "spec.suspend", "boolean"),
     (
         "suspending and suspended",
-        _set(
+        set_path(
             "status.conditions",
             [
                 {"type": "RayClusterSuspending", "status": "True"},
@@ -212,79 +177,79 @@ def test_invalid_raycluster_is_reported_at_its_field(mutate: Mutation, path: str
 
 S_CLUSTER = "spec.rayClusterConfig"
 SERVICE_CASES: list[tuple[str, Mutation, str, str]] = [
-    ("name too long", _set("metadata.name", "s" * 48), "metadata.name", "no more than 47"),
-    ("name not DNS-1035", _set("metadata.name", "svc_1"), "metadata.name", "DNS1035"),
-    ("no cluster config", _delete("spec.rayClusterConfig"), S_CLUSTER, "required"),
+    ("name too long", set_path("metadata.name", "s" * 48), "metadata.name", "no more than 47"),
+    ("name not DNS-1035", set_path("metadata.name", "svc_1"), "metadata.name", "DNS1035"),
+    ("no cluster config", delete_path("spec.rayClusterConfig"), S_CLUSTER, "required"),
     (
         "custom head service name",
-        _set(f"{S_CLUSTER}.headGroupSpec.headService", {"metadata": {"name": "mine"}}),
+        set_path(f"{S_CLUSTER}.headGroupSpec.headService", {"metadata": {"name": "mine"}}),
         f"{S_CLUSTER}.headGroupSpec.headService.metadata.name",
         "should not be set",
     ),
-    ("upgrade type", _set("spec.upgradeStrategy", {"type": "Blue"}), "spec.upgradeStrategy.type", "Blue"),
+    ("upgrade type", set_path("spec.upgradeStrategy", {"type": "Blue"}), "spec.upgradeStrategy.type", "Blue"),
     (
         "incremental upgrade",
-        _set("spec.upgradeStrategy", {"type": "NewClusterWithIncrementalUpgrade"}),
+        set_path("spec.upgradeStrategy", {"type": "NewClusterWithIncrementalUpgrade"}),
         "spec.upgradeStrategy.type",
         "not supported",
     ),
     (
         "negative deletion delay",
-        _set("spec.rayClusterDeletionDelaySeconds", -1),
+        set_path("spec.rayClusterDeletionDelaySeconds", -1),
         "spec.rayClusterDeletionDelaySeconds",
         "non-negative",
     ),
     (
         "serve config not YAML",
-        _set("spec.serveConfigV2", "applications: [\n"),
+        set_path("spec.serveConfigV2", "applications: [\n"),
         "spec.serveConfigV2",
         "not valid YAML",
     ),
     (
         "serve config without applications",
-        _set("spec.serveConfigV2", "http_options: {}\n"),
+        set_path("spec.serveConfigV2", "http_options: {}\n"),
         "spec.serveConfigV2",
         "applications",
     ),
     (
         "serve config applications not a list",
-        _set("spec.serveConfigV2", "applications: {a: 1}\n"),
+        set_path("spec.serveConfigV2", "applications: {a: 1}\n"),
         "spec.serveConfigV2",
         "applications",
     ),
     (
         "bad initializing timeout",
-        _set("metadata.annotations", {"ray.io/initializing-timeout": "ten minutes"}),
+        set_path("metadata.annotations", {"ray.io/initializing-timeout": "ten minutes"}),
         "metadata.annotations",
         "invalid format",
     ),
     (
         "zero initializing timeout",
-        _set("metadata.annotations", {"ray.io/initializing-timeout": "0"}),
+        set_path("metadata.annotations", {"ray.io/initializing-timeout": "0"}),
         "metadata.annotations",
         "positive",
     ),
     (
         "inner cluster min > max",
-        _set(f"{S_CLUSTER}.workerGroupSpecs[0].minReplicas", 9),
+        set_path(f"{S_CLUSTER}.workerGroupSpecs[0].minReplicas", 9),
         f"{S_CLUSTER}.workerGroupSpecs[0].minReplicas",
         "greater than maxReplicas",
     ),
     (
         "k8s token auth",
-        _set(f"{S_CLUSTER}.authOptions", {"mode": "token", "enableK8sTokenAuth": True}),
+        set_path(f"{S_CLUSTER}.authOptions", {"mode": "token", "enableK8sTokenAuth": True}),
         f"{S_CLUSTER}.authOptions.enableK8sTokenAuth",
         "not supported for RayService",
     ),
     (
         "cluster upgrade strategy inside a RayService",
-        _set(f"{S_CLUSTER}.upgradeStrategy", {"type": "Recreate"}),
+        set_path(f"{S_CLUSTER}.upgradeStrategy", {"type": "Recreate"}),
         f"{S_CLUSTER}.upgradeStrategy",
         "cannot be set",
     ),
     (
         "delay is a string",
-        _set("spec.rayClusterDeletionDelaySeconds", "60"),
+        set_path("spec.rayClusterDeletionDelaySeconds", "60"),
         "spec.rayClusterDeletionDelaySeconds",
         "integer",
     ),
