@@ -7,86 +7,19 @@ import aiohttp
 import orjson
 import pytest
 
-from controllers.raysim import RayPodRuntime, Timings
+from controllers.raysim import RayPodRuntime
 from kuberay_py.clock import FakeClock
+from tests.unit.raysim.fake_nodes import TIMINGS, fake_cluster, fruit_config, get, ray_pod, step
 
 BASE = "127.1.210"
 HEAD = f"{BASE}.1"
 WORKERS = [f"{BASE}.{i}" for i in (2, 3, 4)]
-TIMINGS = Timings(build_s=2.0, replica_start_s=1.0, drain_s=30.0)
-
-
-def ray_pod(
-    name: str, node_type: str, num_cpus: str, cluster: str = "rc", env: list[Any] | None = None
-) -> dict:
-    head = "--head " if node_type == "head" else "--address=rc-head-svc:6379 "
-    return {
-        "metadata": {
-            "name": name,
-            "namespace": "ns",
-            "uid": f"uid-{name}",
-            "labels": {"ray.io/node-type": node_type, "ray.io/cluster": cluster},
-        },
-        "spec": {
-            "containers": [
-                {
-                    "name": "ray-head" if node_type == "head" else "ray-worker",
-                    "command": ["/bin/bash", "-c", "--"],
-                    "args": [
-                        f"ulimit -n 65536; ray start {head} --block --dashboard-agent-listen-port=52365 "
-                        f"--metrics-export-port=8080 --num-cpus={num_cpus}"
-                    ],
-                    "env": env or [],
-                }
-            ]
-        },
-    }
-
-
-def fruit_config(replicas: int, **extra: Any) -> dict:
-    return {
-        "http_options": {"port": 8000},
-        "applications": [
-            {
-                "name": "fruit_app",
-                "import_path": "fruit:app",
-                "route_prefix": "/fruit",
-                "deployments": [
-                    {
-                        "name": "Fruit",
-                        "num_replicas": replicas,
-                        "ray_actor_options": {"num_cpus": 0.5},
-                        **extra,
-                    }
-                ],
-            }
-        ],
-    }
-
-
-@pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as s:
-        yield s
 
 
 @pytest.fixture
 async def cluster() -> AsyncIterator[tuple[RayPodRuntime, FakeClock]]:
-    clock = FakeClock()
-    runtime = RayPodRuntime(clock=clock, timings=TIMINGS)
-    await runtime.start(ray_pod("head", "head", "0"), HEAD)
-    for i, ip in enumerate(WORKERS):
-        await runtime.start(ray_pod(f"worker-{i}", "worker", "1"), ip)
-    yield runtime, clock
-    await runtime.close()
-
-
-async def get(http: aiohttp.ClientSession, url: str, **kw: Any) -> tuple[int | None, str]:
-    try:
-        async with http.get(url, **kw) as r:
-            return r.status, await r.text()
-    except aiohttp.ClientConnectorError:
-        return None, "refused"
+    async with fake_cluster(HEAD, WORKERS) as running:
+        yield running
 
 
 async def put(http: aiohttp.ClientSession, body: Any, **kw: Any) -> tuple[int, str]:
@@ -99,11 +32,6 @@ async def serve_doc(http: aiohttp.ClientSession) -> dict:
     async with http.get(f"http://{HEAD}:8265/api/serve/applications/?api_type=declarative") as r:
         assert r.status == 200
         return await r.json()  # type: ignore[no-any-return]
-
-
-async def step(runtime: RayPodRuntime, clock: FakeClock, seconds: float) -> None:
-    await clock.advance(seconds)
-    await runtime.cluster("ns", "rc").tick()
 
 
 async def test_health_endpoints_on_every_node(

@@ -9,27 +9,16 @@ import pytest
 
 from controllers.raysim import RayPodRuntime
 from kuberay_py.clock import FakeClock
-from tests.unit.raysim.test_fake_cluster import TIMINGS, fruit_config, get, ray_pod, step
+from tests.unit.raysim.fake_nodes import fake_cluster, fruit_config, get, ray_pod, step
 
 BASE = "127.1.211"
 HEAD, W1, W2 = f"{BASE}.1", f"{BASE}.2", f"{BASE}.3"
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[aiohttp.ClientSession]:
-    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True)) as s:
-        yield s
-
-
-@pytest.fixture
 async def cluster() -> AsyncIterator[tuple[RayPodRuntime, FakeClock]]:
-    clock = FakeClock()
-    runtime = RayPodRuntime(clock=clock, timings=TIMINGS)
-    await runtime.start(ray_pod("head", "head", "0"), HEAD)
-    await runtime.start(ray_pod("worker-0", "worker", "1"), W1)
-    await runtime.start(ray_pod("worker-1", "worker", "1"), W2)
-    yield runtime, clock
-    await runtime.close()
+    async with fake_cluster(HEAD, [W1, W2]) as running:
+        yield running
 
 
 async def doc(http: aiohttp.ClientSession) -> dict[str, Any]:
