@@ -9,31 +9,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+import functools
+from collections.abc import AsyncIterator, Awaitable
 from typing import Any
-
-import pytest
 
 from kuberay_py.cache import Cache
 from kuberay_py.client import AlreadyExists, Client, NotFound
 from kuberay_py.client.resources import CONFIGMAPS, SECRETS
 from kuberay_py.controller import Builder, Controller, Request, Result
 from kuberay_py.metrics import registry
+from tests import polling
 
 WAIT = 20.0  # generous bound for eventual consistency on a loaded machine, not a performance assertion
 
 
-async def eventually(check: Callable[[], Awaitable[Any]], what: str) -> Any:
-    """Poll ``check`` until it returns a truthy value; fail with ``what`` after WAIT seconds."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT
-    last: Any = None
-    while loop.time() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what} (last: {last!r})")
+# Any error fails at once: these checks read objects that already exist.
+eventually = functools.partial(polling.eventually, timeout=WAIT, tolerate=())
 
 
 class ChildMirror:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -16,19 +16,13 @@ from kuberay_py.client import Client, resources
 from kuberay_py.controller import Request, Result
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager, ManagerOptions
+from tests import polling
 
 WAIT = 20.0  # bound for eventual consistency on a loaded machine; not a performance assertion
 
 
-async def until(cond: Callable[[], Awaitable[Any]], what: str) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT
-    while loop.time() < deadline:
-        value = await cond()
-        if value:
-            return value
-        await asyncio.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
+# Any error fails at once: these checks read objects that already exist.
+until = functools.partial(polling.eventually, timeout=WAIT, tolerate=())
 
 
 async def probe(url: str) -> tuple[int, str]:

@@ -9,31 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
-from typing import Any
+import functools
 
 import aiohttp
-import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from kuberay_py.client import Client, resources
 from kuberay_py.controller import Request, Result
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import EventRecorder, Manager, ManagerOptions
+from tests import polling
 
 WAIT = 20.0  # bound for eventual consistency on a loaded machine; not a performance assertion
 CONTROLLER = "metrics-probe"
 
 
-async def until(cond: Callable[[], Awaitable[Any]], what: str) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT
-    while loop.time() < deadline:
-        value = await cond()
-        if value:
-            return value
-        await asyncio.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what}")
+# Any error fails at once: these checks read objects that already exist.
+until = functools.partial(polling.eventually, timeout=WAIT, tolerate=())
 
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
