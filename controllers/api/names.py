@@ -24,30 +24,34 @@ _QUALIFIED_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 
 
-def dns1035_label_errors(value: str) -> list[str]:
+def _label_errors(value: str, pattern: re.Pattern[str], mismatch: str) -> list[str]:
+    """apimachinery's label-shaped checks: at most 63 characters, and the whole value matching."""
     errs: list[str] = []
     if len(value) > 63:
         errs.append("must be no more than 63 characters")
-    if not _DNS1035.fullmatch(value):
-        errs.append(
-            "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-            "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-            "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-        )
+    if not pattern.fullmatch(value):
+        errs.append(mismatch)
     return errs
+
+
+def dns1035_label_errors(value: str) -> list[str]:
+    return _label_errors(
+        value,
+        _DNS1035,
+        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+        "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+        "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+    )
 
 
 def dns1123_label_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _DNS1123_LABEL.fullmatch(value):
-        errs.append(
-            "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
-            "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
-            "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-        )
-    return errs
+    return _label_errors(
+        value,
+        _DNS1123_LABEL,
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must "
+        "start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for "
+        "validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+    )
 
 
 def qualified_name_errors(value: str) -> list[str]:
@@ -73,15 +77,12 @@ def qualified_name_errors(value: str) -> list[str]:
 
 
 def label_value_errors(value: str) -> list[str]:
-    errs: list[str] = []
-    if len(value) > 63:
-        errs.append("must be no more than 63 characters")
-    if not _LABEL_VALUE.fullmatch(value):
-        errs.append(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
-            "and must start and end with an alphanumeric character"
-        )
-    return errs
+    return _label_errors(
+        value,
+        _LABEL_VALUE,
+        "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', "
+        "and must start and end with an alphanumeric character",
+    )
 
 
 _DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
