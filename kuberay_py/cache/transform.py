@@ -14,9 +14,10 @@ field from cached objects must also keep that field in the transform.
 
 A transform gets the freshly decoded object (nobody else holds it) and may modify it in place or
 return a new dict. It must keep ``metadata.name``, ``namespace`` and ``resourceVersion``: the
-store is keyed by the first two and the relist diff compares the third. A transform that raises is
-a bug, but not a reason to lose the event: the object is stored with only ``managedFields``
-stripped and the failure is logged.
+store is keyed by the first two and the relist diff compares the third. A transform that raises,
+returns something other than a dict or changes those three fields is a bug, but not a reason to
+lose the event: the failure is logged and the object is stored with only ``managedFields``
+stripped.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def safe_transform(transform: Transform | None, resource: str) -> Transform:
         return transform
 
     def apply(obj: Obj) -> Obj:
+        identity = _identity_of(obj)  # read first: the transform may modify ``obj`` in place
         try:
             out: Any = transform(obj)
         except Exception:
@@ -63,9 +65,26 @@ def safe_transform(transform: Transform | None, resource: str) -> Transform:
                 returned=type(out).__name__,
             )
             return strip_managed_fields(obj)
+        if _identity_of(out) != identity:
+            # A lost name, namespace or resourceVersion would corrupt the store's keys or the
+            # relist diff; the original object is still whole unless the transform mutated it.
+            log.error(
+                "cache_transform_changed_identity",
+                resource=resource,
+                key=_key(obj),
+                hint="a transform must keep metadata.name, namespace and resourceVersion",
+            )
+            return strip_managed_fields(obj)
         return out
 
     return apply
+
+
+def _identity_of(obj: Obj) -> tuple[Any, Any, Any]:
+    metadata = obj.get("metadata")
+    if not isinstance(metadata, dict):
+        return (None, None, None)
+    return (metadata.get("name"), metadata.get("namespace"), metadata.get("resourceVersion"))
 
 
 def _identity(obj: Obj) -> Obj:

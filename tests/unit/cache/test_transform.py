@@ -151,6 +151,21 @@ async def test_non_dict_result_is_logged_and_the_object_kept(api: FakeApi, clien
     assert [e["returned"] for e in logs if e["event"] == "cache_transform_returned_non_dict"] == ["NoneType"]
 
 
+async def test_transform_that_loses_the_key_is_logged_and_the_object_kept(
+    api: FakeApi, client: Client
+) -> None:
+    api.create("a")
+    api.create("b")
+    inf = informer(client, lambda o: {"metadata": {"name": o["metadata"]["name"]}})  # namespace lost
+    with structlog.testing.capture_logs() as logs:
+        async with running(inf):
+            await asyncio.wait_for(inf.wait_for_sync(), 5)
+    assert sorted(inf.store.keys()) == ["ns/a", "ns/b"]  # not collapsed under bare names
+    assert all(o["spec"] == {"n": 0} and "managedFields" not in o["metadata"] for o in inf.store.list())
+    changed = [e["key"] for e in logs if e["event"] == "cache_transform_changed_identity"]
+    assert sorted(changed) == ["ns/a", "ns/b"]
+
+
 async def test_default_strips_managed_fields_and_none_keeps_them(api: FakeApi, client: Client) -> None:
     api.create("a")
     default = Informer(client, resources.PODS, namespace="ns", clock=FakeClock())
