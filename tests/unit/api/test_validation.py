@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -165,16 +166,6 @@ CLUSTER_CASES: list[tuple[str, Mutation, str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("mutate", "path", "text"), [c[1:] for c in CLUSTER_CASES], ids=[c[0] for c in CLUSTER_CASES]
-)
-def test_invalid_raycluster_is_reported_at_its_field(mutate: Mutation, path: str, text: str) -> None:
-    obj = copy.deepcopy(CLUSTER)
-    mutate(obj)
-    errors = validate_raycluster(obj)
-    assert any(path in e.path and text in e.message for e in errors), [str(e) for e in errors]
-
-
 S_CLUSTER = "spec.rayClusterConfig"
 SERVICE_CASES: list[tuple[str, Mutation, str, str]] = [
     ("name too long", set_path("metadata.name", "s" * 48), "metadata.name", "no more than 47"),
@@ -256,13 +247,26 @@ SERVICE_CASES: list[tuple[str, Mutation, str, str]] = [
 ]
 
 
-@pytest.mark.parametrize(
-    ("mutate", "path", "text"), [c[1:] for c in SERVICE_CASES], ids=[c[0] for c in SERVICE_CASES]
-)
-def test_invalid_rayservice_is_reported_at_its_field(mutate: Mutation, path: str, text: str) -> None:
-    obj = copy.deepcopy(SERVICE)
+INVALID = [
+    pytest.param(CLUSTER, validate_raycluster, *case, id=f"RayCluster: {name}")
+    for name, *case in CLUSTER_CASES
+] + [
+    pytest.param(SERVICE, validate_rayservice, *case, id=f"RayService: {name}")
+    for name, *case in SERVICE_CASES
+]
+
+
+@pytest.mark.parametrize(("sample", "validate", "mutate", "path", "text"), INVALID)
+def test_invalid_manifest_is_reported_at_its_field(
+    sample: dict[str, Any],
+    validate: Callable[[dict[str, Any]], list[FieldError]],
+    mutate: Mutation,
+    path: str,
+    text: str,
+) -> None:
+    obj = copy.deepcopy(sample)
     mutate(obj)
-    errors = validate_rayservice(obj)
+    errors = validate(obj)
     assert any(path in e.path and text in e.message for e in errors), [str(e) for e in errors]
 
 
