@@ -17,7 +17,7 @@ errors too, so callers never see an exception from ``validate_*``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -113,15 +113,24 @@ def validate_raycluster_status(status: RayClusterStatus | None) -> list[FieldErr
     return []
 
 
+_Object = TypeVar("_Object", RayCluster, RayService)
+
+
+def _loaded(model: type[_Object], obj: _Object | dict[str, Any]) -> _Object | list[FieldError]:
+    """The object as its model, or the type errors that kept a raw manifest from loading."""
+    if not isinstance(obj, dict):
+        return obj
+    try:
+        return model.model_validate(obj)
+    except ValidationError as exc:
+        return errors_from_pydantic(exc)
+
+
 def validate_raycluster(obj: RayCluster | dict[str, Any]) -> list[FieldError]:
     """All problems with a RayCluster (metadata, spec and status)."""
-    if isinstance(obj, dict):
-        try:
-            cluster = RayCluster.model_validate(obj)
-        except ValidationError as exc:
-            return errors_from_pydantic(exc)
-    else:
-        cluster = obj
+    cluster = _loaded(RayCluster, obj)
+    if isinstance(cluster, list):
+        return cluster
     errs = validate_raycluster_metadata(cluster)
     if cluster.spec is None:
         errs.append(FieldError("spec", "spec is required"))
@@ -231,11 +240,7 @@ def validate_rayservice_spec(service: RayService) -> list[FieldError]:
 
 def validate_rayservice(obj: RayService | dict[str, Any]) -> list[FieldError]:
     """All problems with a RayService (metadata and spec)."""
-    if isinstance(obj, dict):
-        try:
-            service = RayService.model_validate(obj)
-        except ValidationError as exc:
-            return errors_from_pydantic(exc)
-    else:
-        service = obj
+    service = _loaded(RayService, obj)
+    if isinstance(service, list):
+        return service
     return validate_rayservice_metadata(service) + validate_rayservice_spec(service)
