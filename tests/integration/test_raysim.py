@@ -21,7 +21,7 @@ from kuberay_py.client import Client, resources
 from kuberay_py.clock import FakeClock
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.sim import Simulator
-from tests.integration.test_simulator import WAIT, wait_for, wait_gone
+from tests.integration.test_simulator import WAIT, service, wait_for, wait_gone
 
 RAYLET = "wget --tries 1 -T 2 -q -O- http://localhost:52365/api/local_raylet_healthz | grep success"
 GCS = "wget --tries 1 -T 10 -q -O- http://localhost:8265/api/gcs_healthz | grep success"
@@ -132,15 +132,11 @@ async def test_serve_endpoints_follow_replicas_and_drain(
     simulator, runtime, clock, client, ns = world
     await client.create(
         resources.SERVICES,
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": "rc-serve-svc"},
-            "spec": {
-                "selector": {"ray.io/cluster": "rc", "ray.io/serve": "true"},
-                "ports": [{"name": "serve", "port": 9000, "targetPort": "serve"}],
-            },
-        },
+        service(
+            "rc-serve-svc",
+            {"ray.io/cluster": "rc", "ray.io/serve": "true"},
+            {"name": "serve", "port": 9000, "targetPort": "serve"},
+        ),
         ns,
     )
     pods = ["rc-head", "rc-worker-a", "rc-worker-b"]

@@ -152,6 +152,16 @@ def web_pod(name: str, **probes: Any) -> dict[str, Any]:
     }
 
 
+def service(name: str, selector: dict[str, str], port: dict[str, Any]) -> dict[str, Any]:
+    """A ClusterIP Service with one port (the EndpointSlice controller publishes its endpoints)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": name},
+        "spec": {"selector": selector, "ports": [port]},
+    }
+
+
 READINESS = {
     "exec": {"command": ["bash", "-c", "wget -T 2 -q -O- http://localhost:8080/ready | grep success"]},
     "periodSeconds": PERIOD,
@@ -178,15 +188,7 @@ async def test_readiness_url_drives_ready_endpoint_and_drops_out_within_period_t
     simulator, runtime, clock, client = sim
     await client.create(
         resources.SERVICES,
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": "web"},
-            "spec": {
-                "selector": {"app": "web"},
-                "ports": [{"name": "web", "port": 80, "targetPort": "http"}],
-            },
-        },
+        service("web", {"app": "web"}, {"name": "web", "port": 80, "targetPort": "http"}),
         ns,
     )
     await client.create(resources.PODS, web_pod("web-0", readinessProbe=READINESS), ns)
@@ -362,12 +364,7 @@ async def test_terminating_pod_held_by_a_finalizer_is_a_terminating_endpoint(
     _, runtime, _, client = sim
     await client.create(
         resources.SERVICES,
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": "held"},
-            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
-        },
+        service("held", {"app": "web"}, {"port": 80, "targetPort": 8080}),
         ns,
     )
     body = web_pod("held-0", readinessProbe=READINESS)
@@ -412,12 +409,7 @@ async def test_status_write_errors_are_retried(
     bind_fault = env.server.inject("POST", rf"/namespaces/{ns}/pods/flaky-0/binding$", 500, count=1)
     await client.create(
         resources.SERVICES,
-        {
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {"name": "flaky"},
-            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80, "targetPort": 8080}]},
-        },
+        service("flaky", {"app": "web"}, {"port": 80, "targetPort": 8080}),
         ns,
     )
     await client.create(resources.PODS, web_pod("flaky-0", readinessProbe=READINESS), ns)
