@@ -43,6 +43,43 @@ def sample(name: str) -> dict[str, Any]:
     return copy.deepcopy(obj)
 
 
+def serve_config(replicas: int, *, request_timeout_s: float = 5) -> dict[str, Any]:
+    """One app whose replicas each need a worker of their own (max_replicas_per_node 1)."""
+    return {
+        "http_options": {"request_timeout_s": request_timeout_s},
+        "applications": [
+            {
+                "name": "fruit_app",
+                "import_path": "fruit:app",
+                "route_prefix": "/fruit",
+                "deployments": [
+                    {
+                        "name": "Fruit",
+                        "num_replicas": replicas,
+                        "max_replicas_per_node": 1,
+                        "ray_actor_options": {"num_cpus": 0.1},
+                    }
+                ],
+            }
+        ],
+    }
+
+
+def rayservice(
+    name: str = "rs", *, workers: int = 3, replicas: int = 3, delay: int | None = None
+) -> dict[str, Any]:
+    """KubeRay's sample RayService, its head kept free of replicas (num-cpus 0), ``workers`` workers."""
+    svc = sample("ray-service.sample.yaml")
+    svc["metadata"] = {"name": name}
+    spec = svc["spec"]["rayClusterConfig"]
+    spec["headGroupSpec"]["rayStartParams"] = {"num-cpus": "0"}
+    spec["workerGroupSpecs"][0].update(replicas=workers, minReplicas=workers, maxReplicas=workers + 2)
+    svc["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(replicas))
+    if delay is not None:
+        svc["spec"]["rayClusterDeletionDelaySeconds"] = delay
+    return svc
+
+
 # -- the operator -----------------------------------------------------------------------------------
 
 

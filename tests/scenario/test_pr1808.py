@@ -6,6 +6,7 @@ import yaml
 
 from controllers.rayservice.kinds import RAYSERVICES
 from kuberay_py.client.resources import SERVICES
+from tests.rayservice_harness import rayservice, serve_config
 
 from .conftest import Scenario, Traffic, eventually, sample, wait_ready
 
@@ -28,45 +29,11 @@ def probe(command: str, delay: int, timeout: int, failure: int) -> dict:
     }
 
 
-def three_worker_service(replicas: int = 3) -> dict:
-    """The default sample: one head with no CPUs for replicas, three workers, one replica each."""
-    svc = sample("ray-service.sample.yaml")
-    svc["metadata"] = {"name": "rs"}
-    spec = svc["spec"]["rayClusterConfig"]
-    spec["headGroupSpec"]["rayStartParams"] = {"num-cpus": "0"}
-    spec["workerGroupSpecs"][0].update(replicas=3, minReplicas=3, maxReplicas=5)
-    svc["spec"]["serveConfigV2"] = serve_config(replicas)
-    return svc
-
-
-def serve_config(replicas: int) -> str:
-    return yaml.safe_dump(
-        {
-            "http_options": {"request_timeout_s": 5},
-            "applications": [
-                {
-                    "name": "fruit_app",
-                    "import_path": "fruit:app",
-                    "route_prefix": "/fruit",
-                    "deployments": [
-                        {
-                            "name": "Fruit",
-                            "num_replicas": replicas,
-                            "max_replicas_per_node": 1,
-                            "ray_actor_options": {"num_cpus": 0.1},
-                        }
-                    ],
-                }
-            ],
-        }
-    )
-
-
 async def test_default_rayservice_probes_endpoints_and_scale_down_without_failures(
     scenario: Scenario,
 ) -> None:
     sc = scenario
-    await sc.client.create(RAYSERVICES, three_worker_service(3), sc.namespace)
+    await sc.client.create(RAYSERVICES, rayservice(), sc.namespace)
     svc = await wait_ready(sc, "rs", endpoints=4)
     cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
 
@@ -88,7 +55,7 @@ async def test_default_rayservice_probes_endpoints_and_scale_down_without_failur
     # num_replicas 3 -> 1 with traffic flowing through the current ready endpoints
     async with Traffic(sc, "rs-serve-svc", "/fruit", max_requests=3000, max_seconds=30) as traffic:
         svc = await sc.get("rs")
-        svc["spec"]["serveConfigV2"] = serve_config(1)
+        svc["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(1))
         await sc.client.update(RAYSERVICES, svc)
         await wait_ready(sc, "rs", endpoints=2)
         # the drained workers' proxies go away; keep sending until they have
@@ -144,7 +111,7 @@ async def test_custom_serve_service_sample(scenario: Scenario) -> None:
 
 async def test_user_defined_probes_are_kept_byte_for_byte(scenario: Scenario) -> None:
     sc = scenario
-    svc = three_worker_service(3)
+    svc = rayservice()
     head_probe = {
         "httpGet": {"path": "/api/local_raylet_healthz", "port": 52365},
         "initialDelaySeconds": 3,

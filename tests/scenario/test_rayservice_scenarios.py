@@ -9,14 +9,14 @@ import yaml
 from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
 from kuberay_py.client import NotFound
 from kuberay_py.client.resources import PODS
+from tests.rayservice_harness import rayservice, serve_config
 
 from .conftest import Scenario, Traffic, condition, eventually, wait_ready
-from .test_pr1808 import serve_config, three_worker_service
 
 
 async def test_zero_downtime_upgrade_under_traffic(scenario: Scenario) -> None:
     sc = scenario
-    svc = three_worker_service(3)
+    svc = rayservice()
     svc["spec"]["rayClusterDeletionDelaySeconds"] = 3
     await sc.client.create(RAYSERVICES, svc, sc.namespace)
     svc = await wait_ready(sc, "rs", endpoints=4)
@@ -58,7 +58,7 @@ async def test_zero_downtime_upgrade_under_traffic(scenario: Scenario) -> None:
 
 async def test_in_place_serve_config_update(scenario: Scenario) -> None:
     sc = scenario
-    await sc.client.create(RAYSERVICES, three_worker_service(3), sc.namespace)
+    await sc.client.create(RAYSERVICES, rayservice(), sc.namespace)
     svc = await wait_ready(sc, "rs", endpoints=4)
     cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
     config = yaml.safe_load(svc["spec"]["serveConfigV2"])
@@ -86,10 +86,10 @@ async def test_in_place_serve_config_update(scenario: Scenario) -> None:
 
 async def test_rejected_serve_config_warns_while_active_keeps_serving(scenario: Scenario) -> None:
     sc = scenario
-    await sc.client.create(RAYSERVICES, three_worker_service(3), sc.namespace)
+    await sc.client.create(RAYSERVICES, rayservice(), sc.namespace)
     svc = await wait_ready(sc, "rs", endpoints=4)
     cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
-    broken = yaml.safe_load(serve_config(3))
+    broken = serve_config(3)
     del broken["applications"][0]["import_path"]  # Ray answers 400 "Field required"
     async with Traffic(sc, "rs-serve-svc", "/fruit", max_seconds=20, max_requests=400) as traffic:
         svc["spec"]["serveConfigV2"] = yaml.safe_dump(broken)
@@ -111,7 +111,7 @@ async def test_rejected_serve_config_warns_while_active_keeps_serving(scenario: 
 
 async def test_hanging_dashboard_does_not_block_other_rayservices(scenario: Scenario) -> None:
     sc = scenario
-    first = three_worker_service(3)
+    first = rayservice()
     first["metadata"] = {"name": "stuck"}
     await sc.client.create(RAYSERVICES, first, sc.namespace)
 
@@ -128,7 +128,7 @@ async def test_hanging_dashboard_does_not_block_other_rayservices(scenario: Scen
     faults = await eventually(lambda: _faults(sc, head_pod), what="the fake Ray node of the head")
     faults.dashboard_hang = True
 
-    second = three_worker_service(3)
+    second = rayservice()
     second["metadata"] = {"name": "healthy"}
     await sc.client.create(RAYSERVICES, second, sc.namespace)
     await wait_ready(sc, "healthy", endpoints=4)
@@ -148,7 +148,7 @@ async def _faults(sc: Scenario, pod: str):  # type: ignore[no-untyped-def]
 
 async def test_unhealthy_head_proxy_is_removed_from_the_serve_service(scenario: Scenario) -> None:
     sc = scenario
-    await sc.client.create(RAYSERVICES, three_worker_service(3), sc.namespace)
+    await sc.client.create(RAYSERVICES, rayservice(), sc.namespace)
     svc = await wait_ready(sc, "rs", endpoints=4)
     cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
     head = (await sc.pods(cluster, "head"))[0]["metadata"]["name"]
@@ -170,7 +170,7 @@ async def test_unhealthy_head_proxy_is_removed_from_the_serve_service(scenario: 
 async def test_ray_token_auth_end_to_end(scenario: Scenario) -> None:
     """Ray started with RAY_AUTH_MODE=token: the dashboard answers only with x-ray-authorization."""
     sc = scenario
-    svc = three_worker_service(3)
+    svc = rayservice()
     env = [{"name": "RAY_AUTH_MODE", "value": "token"}, {"name": "RAY_AUTH_TOKEN", "value": "tok-123"}]
     spec = svc["spec"]["rayClusterConfig"]
     spec["headGroupSpec"]["template"]["spec"]["containers"][0]["env"] = env
