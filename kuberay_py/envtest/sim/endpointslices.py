@@ -12,13 +12,13 @@ slice it has just created, updated or deleted (otherwise it would create duplica
 
 from __future__ import annotations
 
-import asyncio
 import copy
 from collections.abc import Iterable
 from typing import Any
 
 from kuberay_py.cache import Cache
-from kuberay_py.client import ApiError, Client, Conflict, NotFound, resources
+from kuberay_py.client import Client, Conflict, NotFound, resources
+from kuberay_py.envtest.sim.dirtyset import DirtySet
 from kuberay_py.envtest.sim.slices import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
@@ -61,8 +61,9 @@ class EndpointSliceController:
     def __init__(self, client: Client, cache: Cache) -> None:
         self.client = client
         self.cache = cache
-        self._dirty: set[Key] = set()
-        self._wake = asyncio.Event()
+        self._queue: DirtySet[Key] = DirtySet(
+            log, "endpointslice sync", lambda key: {"service": f"{key[0]}/{key[1]}"}, order=sorted
+        )
         self._written: dict[Key, dict[str, Any]] = {}  # (ns, slice name) -> our last write
         self._deleted: set[Key] = set()
         self.reconciles = 0
@@ -74,8 +75,7 @@ class EndpointSliceController:
 
     # -- event routing -----------------------------------------------------------------------
     def _enqueue(self, key: Key) -> None:
-        self._dirty.add(key)
-        self._wake.set()
+        self._queue.mark(key)
 
     def _service_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         meta = (new or old or {}).get("metadata", {})
@@ -106,28 +106,7 @@ class EndpointSliceController:
     async def run(self) -> None:
         # Reconciles read Services, Pods and slices from the cache: all three must have listed.
         await self.cache.wait_for_cache_sync()
-        delay = 0.0
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            if delay:
-                await asyncio.sleep(delay)  # back off after API errors (not a timer the tests step)
-            keys, self._dirty = self._dirty, set()
-            failed = False
-            for key in sorted(keys):
-                try:
-                    await self.reconcile(*key)
-                except (ApiError, OSError) as exc:
-                    failed = True
-                    log.info(
-                        "endpointslice sync failed; retrying", service=f"{key[0]}/{key[1]}", error=str(exc)
-                    )
-                    self._enqueue(key)
-                except Exception:
-                    failed = True
-                    log.exception("endpointslice sync crashed; retrying", service=f"{key[0]}/{key[1]}")
-                    self._enqueue(key)
-            delay = min(max(delay * 2, 0.05), 1.0) if failed else 0.0
+        await self._queue.run(lambda key: self.reconcile(*key))
 
     def _existing(self, namespace: str, service: str) -> list[dict[str, Any]]:
         """Our slices for the Service: the cache's view, corrected by our own recent writes."""

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from kuberay_py.cache import Cache
 from kuberay_py.client import ApiError, Client, Conflict, NotFound, Resource, resources
+from kuberay_py.envtest.sim.dirtyset import DirtySet
 from kuberay_py.log import get_logger
 
 __all__ = ["GarbageCollector", "discover_resources"]
@@ -97,8 +98,7 @@ class GarbageCollector:
         self._by_kind: dict[tuple[str, str], Resource] = {}
         self._objects: dict[str, tuple[Resource, dict[str, Any]]] = {}  # uid -> (resource, object)
         self._dependents: dict[str, set[str]] = defaultdict(set)  # owner uid -> dependent uids
-        self._dirty: set[str] = set()
-        self._wake = asyncio.Event()
+        self._queue: DirtySet[str] = DirtySet(log, "garbage collection step", lambda uid: {"uid": uid})
         self._rediscover = asyncio.Event()
         self.deleted: list[tuple[str, str, str]] = []  # (kind, namespace, name) it deleted, for tests
 
@@ -115,8 +115,7 @@ class GarbageCollector:
 
     # -- graph -------------------------------------------------------------------------------
     def _mark(self, uid: str) -> None:
-        self._dirty.add(uid)
-        self._wake.set()
+        self._queue.mark(uid)
 
     def _observe(self, res: Resource, obj: dict[str, Any]) -> None:
         meta = obj.get("metadata") or {}
@@ -168,26 +167,7 @@ class GarbageCollector:
             # Owners are looked up in the graph first and only then with a GET: let every informer
             # list once, or a start-up with many objects would GET each one's owner.
             await self.cache.wait_for_cache_sync()
-            delay = 0.0
-            while True:
-                await self._wake.wait()
-                self._wake.clear()
-                if delay:
-                    await asyncio.sleep(delay)  # back off after API errors
-                batch, self._dirty = self._dirty, set()
-                failed = False
-                for uid in batch:
-                    try:
-                        await self._process(uid)
-                    except (ApiError, OSError) as exc:
-                        failed = True
-                        log.info("garbage collection step failed; retrying", uid=uid, error=str(exc))
-                        self._mark(uid)
-                    except Exception:
-                        failed = True
-                        log.exception("garbage collection step crashed; retrying", uid=uid)
-                        self._mark(uid)
-                delay = min(max(delay * 2, 0.05), 1.0) if failed else 0.0
+            await self._queue.run(self._process)
         finally:
             task.cancel()
 
