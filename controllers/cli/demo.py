@@ -254,15 +254,21 @@ async def _run_with_operator(
             manager = build_manager(env.client_config, flags, leader_election=True)
 
             async def operate() -> None:
+                nonlocal result
                 assert manager is not None
+                problem = "the operator stopped unexpectedly"
                 try:
                     await manager.run(install_signal_handlers=False)
+                except OSError as err:  # a metrics/probe port in use (another demo?)
+                    problem = f"{err}; pick free ports, e.g. --metrics-addr 127.0.0.1:0 "
+                    problem += "--health-probe-bind-address 127.0.0.1:0"
+                except Exception as err:
+                    problem = f"the operator failed: {err}"
                 finally:
                     manager_done.set()
-                # The operator stopped on its own (a runnable failed): the demo cannot continue.
+                # The operator stopped on its own: the demo cannot continue.
                 if not finishing:
-                    nonlocal result
-                    sys.stderr.write("kuberay-operator demo: the operator stopped unexpectedly\n")
+                    sys.stderr.write(f"kuberay-operator demo: {problem}\n")
                     result = 1
                     tg.cancel_scope.cancel()
 

@@ -119,3 +119,31 @@ def test_bad_manifest_is_one_clear_line(tmp_path: Path) -> None:
         demo.kill()
     assert rc == 1
     assert demo.stderr[-1].startswith(f"kuberay-operator demo: {bad}: unsupported kind Deployment (apps/v1)")
+
+
+def test_a_busy_port_is_one_clear_error_not_a_traceback() -> None:
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        demo = Proc(
+            "demo",
+            "-f",
+            "/dev/null",
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--health-probe-bind-address",
+            f"127.0.0.1:{port}",
+        )
+        try:
+            rc = demo.wait(120)
+        finally:
+            demo.kill()
+    assert rc == 1, str(demo)
+    assert demo.stderr[-1].startswith(
+        f"kuberay-operator demo: [Errno 98] health server cannot listen on 127.0.0.1:{port}"
+    )
+    assert "--health-probe-bind-address 127.0.0.1:0" in demo.stderr[-1]
+    assert not [line for line in demo.stderr if "Traceback" in line], str(demo)
