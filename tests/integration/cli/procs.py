@@ -145,3 +145,20 @@ def kube_get(kubeconfig: Path, path: str) -> dict[str, Any]:
     req = urllib.request.Request(server + path, headers={"Authorization": f"Bearer {token}"} if token else {})
     with urllib.request.urlopen(req, timeout=10) as resp:
         return dict(json.loads(resp.read()))
+
+
+def kube_patch(kubeconfig: Path, path: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
+    """A JSON patch through the API server a kubeconfig names (as `kubectl patch --type=json`)."""
+    import yaml
+
+    config = yaml.safe_load(kubeconfig.read_text())
+    server = config["clusters"][0]["cluster"]["server"]
+    token = config["users"][0]["user"].get("token")
+    headers = {"Content-Type": "application/json-patch+json"}
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    req = urllib.request.Request(
+        server + path, data=json.dumps(patch).encode(), headers=headers, method="PATCH"
+    )
+    with urllib.request.urlopen(req, timeout=10) as resp:
+        return dict(json.loads(resp.read()))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cli.procs import LOOPBACK, Proc, http_status, kube_get, poll
+from tests.integration.cli.procs import LOOPBACK, Proc, http_status, kube_get, kube_patch, poll
 
 GRACEFUL = 10.0
 START_TIMEOUT = 120.0
@@ -96,3 +96,37 @@ def test_sigterm_turns_readyz_unready_first_and_releases_the_lease(cluster: tupl
         op.kill()
     lease = kube_get(kubeconfig, lease_path)
     assert not lease["spec"].get("holderIdentity"), lease  # released, so a successor need not wait
+
+
+def test_a_killed_operator_is_replaced_and_the_new_one_catches_up(cluster: tuple[Proc, Path]) -> None:
+    demo, kubeconfig = cluster
+    path = "/apis/ray.io/v1/namespaces/default/rayclusters/raycluster-kuberay"
+    first, _ = _operator(kubeconfig, "--enable-leader-election=false")
+    try:
+        demo.wait_for(
+            lambda line: line.startswith("  raycluster/raycluster-kuberay: state=ready"), timeout=240
+        )
+        first.popen.kill()  # SIGKILL: no drain, no goodbye
+        first.wait(30)
+    finally:
+        first.kill()
+    # The cluster keeps running without an operator; a change made now waits for the next one.
+    kube_patch(
+        kubeconfig,
+        path,
+        [
+            {"op": "replace", "path": "/spec/workerGroupSpecs/0/replicas", "value": 2},
+        ],
+    )
+    second, _ = _operator(kubeconfig, "--enable-leader-election=false")
+    try:
+        demo.wait_for(
+            lambda line: line.startswith("  raycluster/raycluster-kuberay: state=ready workers=2/2"),
+            timeout=240,
+        )
+        status = kube_get(kubeconfig, path)["status"]
+        assert (status["desiredWorkerReplicas"], status["readyWorkerReplicas"]) == (2, 2)
+        second.signal(signal.SIGTERM)
+        assert second.wait(GRACEFUL + 20) == 0, str(second)
+    finally:
+        second.kill()
