@@ -52,9 +52,11 @@ def test_cache_public_names() -> None:
             "Reflector",
             "ReflectorSink",
             "Store",
+            "Transform",
             "controller_owner_uid",
             "label_index",
             "object_key",
+            "strip_managed_fields",
         ]
     )
     assert all(hasattr(cache, name) for name in cache.__all__)
