@@ -8,6 +8,7 @@ that happened, never by sleeping for a fixed time.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -190,3 +191,56 @@ def test_promtool_rejects_a_broken_rule(tmp_path: Path) -> None:
         ["promtool", "check", "rules", str(rules)], capture_output=True, text=True, timeout=60
     )
     assert done.returncode != 0
+
+
+_NOT_METRICS = {
+    "and",
+    "or",
+    "unless",
+    "bool",
+    "offset",
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "inf",
+    "nan",
+}
+
+
+def metric_names(expr: str) -> set[str]:
+    """The metric names a PromQL expression reads (functions, keywords, labels and strings removed)."""
+    text = re.sub(r'"(?:[^"\\]|\\.)*"', "", expr)  # string literals
+    text = re.sub(r"\{[^}]*\}", "", text)  # label matchers
+    text = re.sub(r"\[[^\]]*\]", "", text)  # range selectors
+    text = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", text)
+    names = set()
+    for match in re.finditer(r"(?<![\w$.])([a-zA-Z_:][a-zA-Z0-9_:]*)\b(\s*\()?", text):
+        name, call = match.group(1), match.group(2)
+        if not call and name.lower() not in _NOT_METRICS:
+            names.add(name)
+    return names
+
+
+def test_metric_name_extraction() -> None:
+    assert metric_names(
+        "sum by (name) (workqueue_depth) > 10 and sum by (name) (deriv(workqueue_depth[15m])) > 0"
+    ) == {"workqueue_depth"}
+    assert metric_names(
+        'max by (namespace, name) (kuberay_service_condition_ready{condition="false"}) == 1'
+    ) == {"kuberay_service_condition_ready"}
+    assert metric_names("count(kuberay_head_proxy_healthy == 0) or vector(0)") == {
+        "kuberay_head_proxy_healthy"
+    }
+
+
+def test_every_metric_a_query_names_is_exported(scraped_demo: Prometheus) -> None:
+    # A misspelt name still parses, and `... or vector(0)` or an alert would just stay silent:
+    # so each name read by a panel or an alert must be one the operator really exports.
+    with urllib.request.urlopen(f"{scraped_demo.url}/api/v1/label/__name__/values", timeout=10) as resp:
+        exported = set(json.loads(resp.read())["data"])
+    exprs = [e for _, e in panel_queries()] + [r["expr"] for g in rule_groups() for r in g["rules"]]
+    missing = {name: e for e in exprs for name in metric_names(e) if name not in exported}
+    assert not missing, missing
