@@ -19,7 +19,7 @@ import aiohttp
 import yaml
 
 from controllers import constants as c
-from controllers.raycluster.reconciler import cache_selectors
+from controllers.raycluster.reconciler import cache_selectors, cache_transforms
 from controllers.raycluster.reconciler import setup as setup_raycluster
 from controllers.rayservice.reconciler import RayServiceOptions
 from controllers.rayservice.setup import RayServiceController
@@ -105,6 +105,7 @@ def start_operator(
             metrics_bind_address="0",
             health_probe_bind_address="0",
             cache_selectors=cache_selectors(),
+            cache_transforms=cache_transforms(),
             graceful_shutdown_timeout=5.0,
         ),
     )

@@ -18,7 +18,7 @@ import pytest_asyncio
 
 from controllers import constants as C
 from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.reconciler import RayClusterReconciler, cache_selectors, setup
+from controllers.raycluster.reconciler import RayClusterReconciler, cache_selectors, cache_transforms, setup
 from kuberay_py.client import Client
 from kuberay_py.client.resources import PODS
 from kuberay_py.envtest import Environment
@@ -88,6 +88,7 @@ async def operator(rc_env: Environment, rc_namespace: str) -> AsyncIterator[Oper
         health_probe_bind_address="0",
         namespaces=[rc_namespace],
         cache_selectors=cache_selectors(),
+        cache_transforms=cache_transforms(),
         graceful_shutdown_timeout=5.0,
     )
     manager = Manager(rc_env.client_config, options)
