@@ -86,7 +86,12 @@ class Manager:
         self.cache = Cache(self.client, namespaces=options.namespaces, selectors=options.cache_selectors,
                            transforms=options.cache_transforms, resync_period=options.sync_period,
                            clock=self.clock)
-        self.events = EventBroadcaster(self.client, clock=self.clock, max_pending=options.event_buffer_size)
+        # Events get their own client, hence their own QPS/burst bucket, as controller-runtime's
+        # recorder provider builds its own events/v1 clientset from the rest config: an event
+        # storm must not delay the controllers' Pod creates and status writes.
+        self.events_client = Client(config, clock=self.clock)
+        self.events = EventBroadcaster(self.events_client, clock=self.clock,
+                                       max_pending=options.event_buffer_size)
         self.elector: LeaderElector | None = None
         if options.leader_election:
             lock = LeaseLock(self.client, _leader_election_namespace(options), options.leader_election_id,
@@ -247,6 +252,7 @@ class Manager:
         finally:
             await self._metrics_server.stop()
             await self._health_server.stop()
+            await self.events_client.close()
             await self.client.close()
             self._running = False
         if self._lost:
