@@ -140,18 +140,19 @@ def _subresource(call: ast.Call, method: str) -> str | None:
     return None
 
 
-def derive() -> dict[Permission, list[Site]]:
+def derive(modules: list[tuple[Path, str]] | None = None) -> dict[Permission, list[Site]]:
     """Every permission the scanned code needs, with the call sites that need it.
 
-    Unresolvable client calls are returned under the pseudo-permission ``("?", <source>, verb)``.
+    ``modules`` ((file, importable name) pairs) defaults to the operator's modules. Unresolvable
+    client calls are returned under the pseudo-permission ``("?", <source>, verb)``.
     """
     needed: dict[Permission, list[Site]] = {}
-    for path, modname in _modules():
+    for path, modname in _modules() if modules is None else modules:
         source = path.read_text()
         tree = ast.parse(source)
         module = importlib.import_module(modname)
         resolver = _Resolver(tree, vars(module))
-        rel = path.relative_to(ROOT).as_posix()
+        rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else path.name
         for node in ast.walk(tree):
             if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
                 continue

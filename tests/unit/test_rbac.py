@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from tests.unit.rbac_scan import Permission, derive
@@ -126,3 +127,43 @@ def test_bindings_point_at_the_service_account_the_deployment_runs_as() -> None:
         load("leader_election_role_binding.yaml")["roleRef"]["name"]
         == load("leader_election_role.yaml")["metadata"]["name"]
     )
+
+
+def test_the_scan_on_a_synthetic_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = """
+from kuberay_py.client import resources
+from kuberay_py.client.resources import PODS, SECRETS
+
+class Phase:
+    async def run(self, res):
+        await self.client.update_status(resources.JOBS, {})
+        await self.client.patch(PODS, "p", [], "ns", subresource="resize")
+        await self.helper(SECRETS, "s")
+        await self.client.delete_collection(res)
+
+    async def helper(self, what, name):
+        return await self.client.get(what, name)
+
+def wire(manager, pick):
+    manager.controller("x").for_(resources.NODES).owns(PODS)
+    manager.cache.informer_for(pick())
+"""
+    (tmp_path / "synthetic_rbac_module.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = derive([(tmp_path / "synthetic_rbac_module.py", "synthetic_rbac_module")])
+    resolved = {p for p in found if p[0] != "?"}
+    assert resolved == {
+        ("batch", "jobs/status", "update"),
+        ("", "pods/resize", "patch"),
+        ("", "secrets", "get"),  # through the helper's parameter, from its call site
+        ("", "nodes", "list"),
+        ("", "nodes", "watch"),
+        ("", "pods", "list"),
+        ("", "pods", "watch"),
+    }
+    unresolved = sorted((text, verb) for group, text, verb in found if group == "?")
+    assert unresolved == [
+        ("manager.cache.informer_for(pick())", "list"),
+        ("manager.cache.informer_for(pick())", "watch"),
+        ("self.client.delete_collection(res)", "deletecollection"),
+    ]
