@@ -16,5 +16,6 @@ def print_or_write_crds(out_dir: str | None) -> int:
         write_crds(out_dir)
         return 0
     crds = generate_crds()
-    sys.stdout.write(yaml.safe_dump_all(list(crds.values()), sort_keys=False))
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: the CRDs are large
+    sys.stdout.write(yaml.dump_all(list(crds.values()), Dumper=dumper, sort_keys=False))
     return 0
