@@ -75,6 +75,16 @@ def load_manifests(paths: list[Path]) -> list[dict[str, Any]]:
     return objects
 
 
+def _check_writable(path: Path) -> None:
+    """Fail before anything starts, not with a traceback once the API server is up."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a"):
+            pass
+    except OSError as err:
+        raise DemoError(f"cannot write the kubeconfig to {path}: {err.strerror}") from err
+
+
 async def _ensure_namespace(client: Client, namespace: str) -> None:
     with contextlib.suppress(AlreadyExists):
         await client.create(resources.NAMESPACES, {"metadata": {"name": namespace}})
@@ -189,6 +199,8 @@ async def run_demo(
     try:
         paths = [Path(f) for f in files] if files is not None else [SAMPLES_DIR / s for s in DEFAULT_SAMPLES]
         manifests = load_manifests(paths)
+        if kubeconfig_out:
+            _check_writable(Path(kubeconfig_out))
     except DemoError as err:
         sys.stderr.write(f"kuberay-operator demo: {err}\n")
         return 1

@@ -37,3 +37,16 @@ def test_bad_input_is_one_clear_error(tmp_path: Path, text: str, message: str) -
 def test_a_missing_file_names_the_path(tmp_path: Path) -> None:
     with pytest.raises(DemoError, match=r"cannot read .*nope\.yaml: No such file or directory"):
         load_manifests([tmp_path / "nope.yaml"])
+
+
+def test_an_unwritable_kubeconfig_out_fails_before_anything_starts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from controllers.cli.main import main
+
+    assert main(["demo", "-f", "/dev/null", "--kubeconfig-out", "/proc/no-such-dir/kubeconfig"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "kuberay-operator demo: cannot write the kubeconfig to /proc/no-such-dir/kubeconfig: "
+    )
+    assert err.count("\n") == 1
