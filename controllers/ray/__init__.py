@@ -3,6 +3,7 @@
 from controllers.ray.dashboard import (
     DashboardClient,
     DashboardClientFactory,
+    DashboardClosed,
     DashboardError,
     DashboardHTTPError,
     DashboardInvalidResponse,
@@ -17,6 +18,7 @@ __all__ = [
     "AppStatus",
     "DashboardClient",
     "DashboardClientFactory",
+    "DashboardClosed",
     "DashboardError",
     "DashboardHTTPError",
     "DashboardInvalidResponse",

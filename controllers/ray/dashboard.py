@@ -33,6 +33,7 @@ __all__ = [
     "SERVE_APPLICATIONS_PATH",
     "DashboardClient",
     "DashboardClientFactory",
+    "DashboardClosed",
     "DashboardError",
     "DashboardHTTPError",
     "DashboardInvalidResponse",
@@ -57,6 +58,15 @@ class DashboardError(Exception):
         super().__init__(f"{message} ({url})")
         self.url = url
         self.detail = message
+
+
+class DashboardClosed(DashboardError):
+    """The factory was closed (the operator is shutting down): no connection is opened any more.
+
+    A :class:`DashboardError` like the others, so a reconcile that meets it mid-shutdown treats it
+    as a transient failure (it would be retried, were the queue not shutting down) instead of
+    reopening a connection pool that nothing would close — aiohttp's "Unclosed client session".
+    """
 
 
 class DashboardTimeout(DashboardError):
@@ -139,6 +149,9 @@ class DashboardClient:
     async def _request(
         self, method: str, url: str, *, params: Mapping[str, str] | None = None, data: bytes | None = None
     ) -> bytes:
+        if self._session.closed:
+            # aiohttp would raise a bare RuntimeError("Session is closed"), which no caller expects.
+            raise DashboardClosed("dashboard client factory is closed (operator shutting down)", url)
         headers = dict(self._headers)
         if data is not None:
             headers["Content-Type"] = "application/json"
@@ -166,7 +179,9 @@ class DashboardClientFactory:
     """Hands out :class:`DashboardClient` objects over one pooled aiohttp session.
 
     The session is created lazily on the running loop (aiohttp sessions are loop-bound) and closed
-    by :meth:`close`, which the operator calls on shutdown.
+    by :meth:`close`, which the operator calls on shutdown. Closing is final: a reconcile still
+    draining at shutdown may ask for a client afterwards, and reopening the pool then would leak
+    it, so a closed factory raises :class:`DashboardClosed` instead (without any I/O).
     """
 
     def __init__(
@@ -182,8 +197,15 @@ class DashboardClientFactory:
         self._limit = max_connections
         self._limit_per_host = max_connections_per_host
         self._session: aiohttp.ClientSession | None = None
+        self._closed = False
 
-    def _get_session(self) -> aiohttp.ClientSession:
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _get_session(self, base_url: str) -> aiohttp.ClientSession:
+        if self._closed:
+            raise DashboardClosed("dashboard client factory is closed (operator shutting down)", base_url)
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(
                 limit=self._limit, limit_per_host=self._limit_per_host, keepalive_timeout=30.0
@@ -195,13 +217,15 @@ class DashboardClientFactory:
     def client(self, base_url: str, *, auth_token: str | None = None) -> DashboardClient:
         return DashboardClient(
             base_url,
-            self._get_session(),
+            self._get_session(base_url),
             auth_token=auth_token,
             timeout=self.timeout,
             max_body_bytes=self.max_body_bytes,
         )
 
     async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+        """Close the pool for good; later :meth:`client` calls and requests raise DashboardClosed."""
+        self._closed = True  # before the await: nothing may open a new session meanwhile
+        session, self._session = self._session, None
+        if session is not None and not session.closed:
+            await session.close()

@@ -10,7 +10,7 @@ from typing import Any
 from controllers import constants as c
 from controllers.api.rayservice import ServeConfigError, parse_serve_config
 from controllers.ray import metrics as ray_metrics
-from controllers.ray.dashboard import DashboardError, DashboardHTTPError
+from controllers.ray.dashboard import DashboardClosed, DashboardError, DashboardHTTPError
 from controllers.rayservice import heads
 from controllers.rayservice.phase_base import (
     COND_SERVE_CONFIG_VALID,
@@ -100,11 +100,15 @@ class ServingPhases(PhaseBase):
                 f"Cannot read the Ray auth token of {cluster_name}: {exc}",
             )
             return _ServeResult()  # the Secret's creation does not wake us; the slow refresh will
-        dashboard = self.dashboards.client(
-            f"http://{host}:{heads.dashboard_port(pod, cluster)}", auth_token=token
-        )
         try:
+            dashboard = self.dashboards.client(
+                f"http://{host}:{heads.dashboard_port(pod, cluster)}", auth_token=token
+            )
             details = await dashboard.get_serve_details()
+        except DashboardClosed:
+            log.info("dashboard clients closed (shutting down); serve status left for the next leader",
+                     cluster=cluster_name)
+            return _ServeResult(in_progress=True)
         except DashboardError as exc:
             log.warning("failed to get Serve application statuses", cluster=cluster_name, error=str(exc))
             return _ServeResult(in_progress=True)
@@ -137,6 +141,8 @@ class ServingPhases(PhaseBase):
         conditions = status.setdefault("conditions", [])
         try:
             await dashboard.put_serve_applications(parse_serve_config(config_text))
+        except DashboardClosed:
+            return False  # shutting down: not Ray's failure, so no Warning; the next leader submits
         except (DashboardError, ServeConfigError) as exc:
             message = f"Failed to update serve applications to the RayCluster {ref}: {exc}"
             self._warn(svc, key, c.EVENT_FAILED_TO_UPDATE_SERVE_APPLICATIONS, message)

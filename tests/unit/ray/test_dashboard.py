@@ -1,4 +1,7 @@
+from __future__ import annotations
+
 import asyncio
+import gc
 import json
 
 import pytest
@@ -6,6 +9,8 @@ from aiohttp import web
 
 from controllers.ray.dashboard import (
     DashboardClientFactory,
+    DashboardClosed,
+    DashboardError,
     DashboardHTTPError,
     DashboardInvalidResponse,
     DashboardResponseTooLarge,
@@ -190,3 +195,60 @@ async def test_connections_are_pooled_between_calls(http_server, factory) -> Non
         await factory.client(server.url).get_serve_details()
     assert len(server.requests) == 3
     assert len(set(server.peers)) == 1  # one kept-alive TCP connection served all three
+
+
+class _UnclosedSessions:
+    """Collects aiohttp's "Unclosed client session" reports (sent to the loop's exception handler)."""
+
+    def __init__(self) -> None:
+        self.reports: list[str] = []
+
+    def __enter__(self) -> _UnclosedSessions:
+        self._loop = asyncio.get_running_loop()
+        self._previous = self._loop.get_exception_handler()
+        self._loop.set_exception_handler(lambda loop, ctx: self.reports.append(str(ctx.get("message"))))
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.collect()  # aiohttp reports an unclosed session from ClientSession.__del__
+        self._loop.set_exception_handler(self._previous)
+
+
+async def test_a_closed_factory_refuses_new_clients_and_leaks_no_session(http_server) -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return web.json_response(RUNNING_DOC)
+
+    server = await http_server(handler)
+    with _UnclosedSessions() as unclosed:
+        factory = DashboardClientFactory()
+        early = factory.client(server.url)  # made before shutdown, as a reconcile in flight would
+        await early.get_serve_details()
+        await factory.close()
+        assert factory.closed
+
+        # A reconcile still draining asks for a client: refused without I/O, no new pool opened.
+        with pytest.raises(DashboardClosed, match="closed") as caught:
+            factory.client(server.url)
+        assert isinstance(caught.value, DashboardError)  # callers treat it like any dashboard failure
+        # A client it already held fails the same typed way, not with aiohttp's bare RuntimeError.
+        with pytest.raises(DashboardClosed):
+            await early.put_serve_applications({"applications": []})
+        assert factory._session is None
+        assert len(server.requests) == 1
+        del early, factory
+    assert not [r for r in unclosed.reports if "Unclosed" in r]
+
+
+async def test_close_during_a_request_fails_it_as_a_dashboard_error(http_server, wait_until) -> None:
+    server = await http_server(lambda request: server.hang(request))
+    factory = DashboardClientFactory(timeout=5.0)
+    with _UnclosedSessions() as unclosed:
+        pending = asyncio.ensure_future(factory.client(server.url).get_serve_details())
+        await wait_until(lambda: server.active == 1)
+        await factory.close()
+        with pytest.raises(DashboardError):
+            await pending
+        with pytest.raises(DashboardClosed):
+            factory.client(server.url)
+        del pending, factory
+    assert not [r for r in unclosed.reports if "Unclosed" in r]
