@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import signal
+import socket
 import sys
 import tempfile
 from pathlib import Path
@@ -28,7 +29,7 @@ from kuberay_py.client import AlreadyExists, ApiError, Client, Resource, resourc
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager
 
-from .flags import OperatorFlags
+from .flags import DEMO_HEALTH_ADDR, DEMO_METRICS_ADDR, OperatorFlags
 from .operator import build_manager
 from .progress import is_ready, summary
 
@@ -73,6 +74,32 @@ def load_manifests(paths: list[Path]) -> list[dict[str, Any]]:
                 raise DemoError(f"{path}: unsupported kind {kind}; use {supported}")
             objects.append(doc)
     return objects
+
+
+def _port_is_free(address: str) -> bool:
+    host, _, port = address.rpartition(":")
+    with socket.socket() as probe:
+        try:
+            probe.bind((host or "0.0.0.0", int(port)))
+        except OSError:
+            return False
+    return True
+
+
+def _free_default_ports(flags: OperatorFlags, out: TextIO) -> OperatorFlags:
+    """The demo's default ports, or free ones when something (another demo) already uses them.
+
+    Only the defaults move: an address given on the command line is used as is, and a clash on it
+    is reported as an error.
+    """
+    metrics, health = flags.metrics_addr, flags.health_probe_bind_address
+    if metrics == DEMO_METRICS_ADDR and not _port_is_free(metrics):
+        out.write(f"{metrics} is in use; metrics on a free port instead\n")
+        metrics = "127.0.0.1:0"
+    if health == DEMO_HEALTH_ADDR and not _port_is_free(health):
+        out.write(f"{health} is in use; health probes on a free port instead\n")
+        health = "127.0.0.1:0"
+    return dataclasses.replace(flags, metrics_addr=metrics, health_probe_bind_address=health)
 
 
 def _check_writable(path: Path) -> None:
@@ -263,6 +290,7 @@ async def _run_with_operator(
             # Leader election on, in the embedded cluster's default namespace, as a Deployment runs
             # it: the demo exports the same leader_election_* series the dashboard and alerts read.
             flags = dataclasses.replace(flags, leader_election_namespace=DEMO_NAMESPACE)
+            flags = _free_default_ports(flags, out)
             manager = build_manager(env.client_config, flags, leader_election=True)
 
             async def operate() -> None:

@@ -15,6 +15,9 @@ from typing import NoReturn
 
 __all__ = ["OperatorFlags", "build_parser", "parse_bind_address", "parse_bool"]
 
+DEMO_METRICS_ADDR = "127.0.0.1:8080"
+DEMO_HEALTH_ADDR = "127.0.0.1:8082"
+
 _TRUE = {"true", "1", "yes", "on", "t"}
 _FALSE = {"false", "0", "no", "off", "f"}
 
@@ -174,8 +177,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run only the embedded cluster (API server, simulator, fake Ray)",
     )
-    demo.add_argument("--metrics-addr", type=parse_bind_address, default="127.0.0.1:8080")
-    demo.add_argument("--health-probe-bind-address", type=parse_bind_address, default="127.0.0.1:8082")
+    # Loopback only; when a default port is taken the demo moves to a free one (demo.py).
+    demo.add_argument("--metrics-addr", type=parse_bind_address, default=DEMO_METRICS_ADDR)
+    demo.add_argument("--health-probe-bind-address", type=parse_bind_address, default=DEMO_HEALTH_ADDR)
     _add_operator_tuning(demo)
     # The demo prints progress on stdout; keep its logs readable and quiet on stderr.
     demo.set_defaults(log_format="console", log_level="warning", enable_leader_election=False)

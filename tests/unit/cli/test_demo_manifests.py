@@ -50,3 +50,25 @@ def test_an_unwritable_kubeconfig_out_fails_before_anything_starts(
         "kuberay-operator demo: cannot write the kubeconfig to /proc/no-such-dir/kubeconfig: "
     )
     assert err.count("\n") == 1
+
+
+def test_busy_default_ports_move_to_free_ones_but_explicit_ones_stay() -> None:
+    import io
+    import socket
+
+    from controllers.cli.demo import _free_default_ports
+    from controllers.cli.flags import DEMO_METRICS_ADDR, OperatorFlags
+
+    with socket.socket() as busy:
+        try:
+            busy.bind(("127.0.0.1", int(DEMO_METRICS_ADDR.rsplit(":", 1)[1])))
+            busy.listen()
+        except OSError:
+            pass  # something else holds it already: the same situation
+        out = io.StringIO()
+        flags = _free_default_ports(
+            OperatorFlags(metrics_addr=DEMO_METRICS_ADDR, health_probe_bind_address="127.0.0.1:5"), out
+        )
+    assert flags.metrics_addr == "127.0.0.1:0"
+    assert flags.health_probe_bind_address == "127.0.0.1:5"
+    assert out.getvalue() == f"{DEMO_METRICS_ADDR} is in use; metrics on a free port instead\n"
