@@ -96,10 +96,13 @@ async def test_every_request_the_operator_sends_is_allowed_by_rbac(tmp_path: Pat
             metrics_addr="0", health_probe_bind_address="0", leader_election_namespace="default"
         )
         manager = build_manager(env.client_config, flags, leader_election=True)
-        # Test-only: the manager builds its own Client; give it a session that records requests.
-        manager.client._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=0), trace_configs=[recorder(seen)]
-        )
+        # Test-only: the manager builds its own Clients (one for the controllers, one for Events);
+        # give each a session that records the requests it sends.
+        clients = {id(c): c for c in (manager.client, getattr(manager, "events_client", manager.client))}
+        for client_ in clients.values():
+            client_._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0), trace_configs=[recorder(seen)]
+            )
         run = asyncio.create_task(manager.run(install_signal_handlers=False))
         try:
             for sample in ("ray-cluster.sample.yaml", "ray-service.sample.yaml"):
@@ -147,5 +150,6 @@ async def test_every_request_the_operator_sends_is_allowed_by_rbac(tmp_path: Pat
     assert ("rbac.authorization.k8s.io", "roles", "create") in seen  # the scenario reached autoscaling
     assert ("coordination.k8s.io", "leases", "update") in seen
     assert ("ray.io", "rayclusters/status", "update") in seen
+    assert ("events.k8s.io", "events", "create") in seen
     denied = sorted(seen - allowed)
     assert not denied, f"the operator sent requests config/rbac does not allow: {denied}"
