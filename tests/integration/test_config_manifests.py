@@ -241,3 +241,33 @@ def test_metrics_service_and_service_monitor_select_the_operator() -> None:
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == [port["name"]]
     assert monitor["spec"]["namespaceSelector"]["matchNames"] == [service["metadata"]["namespace"]]
     assert re.fullmatch(r"\d+s", monitor["spec"]["endpoints"][0]["interval"])
+
+
+def test_grafana_dashboard_is_importable_and_uses_the_datasource_variable() -> None:
+    import json
+
+    dashboard = json.loads((CONFIG / "grafana" / "kuberay-operator-dashboard.json").read_text())
+    assert dashboard["uid"] and dashboard["title"] and isinstance(dashboard["schemaVersion"], int)
+    variables = {v["name"]: v for v in dashboard["templating"]["list"]}
+    assert (
+        variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
+    )
+    panels = dashboard["panels"]
+    assert len({p["id"] for p in panels}) == len(panels), "panel ids must be unique"
+    occupied: set[tuple[int, int]] = set()
+    for panel in panels:
+        grid = panel["gridPos"]
+        assert 0 <= grid["x"] and grid["x"] + grid["w"] <= 24, panel["title"]
+        cells = {
+            (x, y)
+            for x in range(grid["x"], grid["x"] + grid["w"])
+            for y in range(grid["y"], grid["y"] + grid["h"])
+        }
+        assert not cells & occupied, f"panel {panel['title']!r} overlaps another"
+        occupied |= cells
+        if panel["type"] == "row":
+            continue
+        assert panel["datasource"] == {"type": "prometheus", "uid": "${datasource}"}, panel["title"]
+        assert panel["targets"], panel["title"]
+        for target in panel["targets"]:
+            assert target["datasource"] == panel["datasource"] and target["expr"].strip(), panel["title"]
