@@ -69,3 +69,19 @@ def test_resync_period_defaults_to_kuberays_env_var(monkeypatch: pytest.MonkeyPa
     )
     manager = build_manager(config, flags)
     assert manager.controllers["raycluster-controller"].reconciler.options.resync_period == 7.0
+
+
+def test_the_readme_documents_every_run_and_demo_flag() -> None:
+    import argparse
+    from pathlib import Path
+
+    from controllers.cli.flags import build_parser
+
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for command in ("run", "demo"):
+        for action in sub.choices[command]._actions:
+            options = [o for o in action.option_strings if o not in ("-h", "--help")]
+            if options:
+                assert any(f"`{o}" in readme for o in options), f"README lacks {command} {options}"
