@@ -224,6 +224,12 @@ async def run_demo(
 ) -> int:
     log.configure(flags.log_format, flags.log_level, stream=sys.stderr)
     try:
+        if files is None and not SAMPLES_DIR.is_dir():
+            # A wheel/image install has the code but not the repository's config/ directory.
+            raise DemoError(
+                f"the samples ({SAMPLES_DIR}) come with a source checkout, not the installed "
+                "package; pass -f FILE (repeatable) to apply your own manifests"
+            )
         paths = [Path(f) for f in files] if files is not None else [SAMPLES_DIR / s for s in DEFAULT_SAMPLES]
         manifests = load_manifests(paths)
         if kubeconfig_out:

@@ -72,3 +72,15 @@ def test_busy_default_ports_move_to_free_ones_but_explicit_ones_stay() -> None:
     assert flags.metrics_addr == "127.0.0.1:0"
     assert flags.health_probe_bind_address == "127.0.0.1:5"
     assert out.getvalue() == f"{DEMO_METRICS_ADDR} is in use; metrics on a free port instead\n"
+
+
+def test_without_a_checkout_the_demo_says_to_use_f(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import controllers.cli.demo as demo
+    from controllers.cli.main import main
+
+    monkeypatch.setattr(demo, "SAMPLES_DIR", tmp_path / "site-packages" / "config" / "samples")
+    assert main(["demo"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("kuberay-operator demo: the samples (") and "pass -f FILE" in err
