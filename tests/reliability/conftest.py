@@ -13,37 +13,34 @@ bounded in both requests and time.
 from __future__ import annotations
 
 import asyncio
-import copy
 import json
 import os
 import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
-import yaml
 
 from controllers import constants as c
 from controllers.cli.flags import OperatorFlags
 from controllers.cli.operator import build_manager
 from controllers.raysim import RayPodRuntime, Timings
-from kuberay_py.client import Client, NotFound
-from kuberay_py.client.resources import ENDPOINTSLICES, EVENTS, PODS
+from kuberay_py.client.resources import ENDPOINTSLICES
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.apiserver.server import BuiltinAPIServer
 from kuberay_py.manager import Manager
 from kuberay_py.metrics import registry
+from tests import polling
+from tests import rayservice_harness as harness
 
 ROOT = Path(__file__).resolve().parents[2]
 CRDS = str(ROOT / "config" / "crd" / "bases")
-SAMPLE = ROOT / "tests" / "fixtures" / "kuberay" / "samples" / "ray-service.sample.yaml"
 OPERATOR = Path(sys.executable).with_name("kuberay-operator")
 PROBE_SCALE = 0.1  # the injected worker readiness probe (period 5 s) runs every 0.5 s
 TIMINGS = Timings(build_s=0.3, replica_start_s=0.3, drain_s=3.0, unschedulable_warn_s=30.0)
@@ -51,71 +48,16 @@ HEAD_CHECK_PERIOD = 0.3
 WAIT = 40.0  # generous bound for "something is stuck"; never an assertion on elapsed time
 
 
-# -- objects --------------------------------------------------------------------------------------
+# -- objects and waiting (shared with tests/scenario and tests/integration/rayservice) ----------------
 
-
-def serve_config(replicas: int, *, request_timeout_s: float = 5) -> dict[str, Any]:
-    """One app whose replicas each need a worker of their own (max_replicas_per_node 1)."""
-    return {
-        "http_options": {"request_timeout_s": request_timeout_s},
-        "applications": [
-            {
-                "name": "fruit_app",
-                "import_path": "fruit:app",
-                "route_prefix": "/fruit",
-                "deployments": [
-                    {
-                        "name": "Fruit",
-                        "num_replicas": replicas,
-                        "max_replicas_per_node": 1,
-                        "ray_actor_options": {"num_cpus": 0.1},
-                    }
-                ],
-            }
-        ],
-    }
-
-
-def rayservice(
-    name: str = "rs", *, workers: int = 3, replicas: int = 3, delay: int | None = None
-) -> dict[str, Any]:
-    """KubeRay's sample RayService, its head kept free of replicas (num-cpus 0), ``workers`` workers."""
-    svc: dict[str, Any] = copy.deepcopy(yaml.safe_load(SAMPLE.read_text()))
-    svc["metadata"] = {"name": name}
-    spec = svc["spec"]["rayClusterConfig"]
-    spec["headGroupSpec"]["rayStartParams"] = {"num-cpus": "0"}
-    spec["workerGroupSpecs"][0].update(replicas=workers, minReplicas=workers, maxReplicas=workers + 2)
-    svc["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(replicas))
-    if delay is not None:
-        svc["spec"]["rayClusterDeletionDelaySeconds"] = delay
-    return svc
-
-
-def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:
-    for item in (obj.get("status") or {}).get("conditions") or []:
-        if item["type"] == type_:
-            return dict(item)
-    return {}
-
-
-# -- waiting --------------------------------------------------------------------------------------
+serve_config = harness.serve_config
+rayservice = harness.rayservice
+condition = polling.condition
 
 
 async def eventually(fn: Callable[[], Awaitable[Any]], what: str, timeout: float = WAIT) -> Any:
-    """Poll ``fn`` until it returns something truthy; fail (with the last value) at the bound."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    last: Any = None
-    while True:
-        try:
-            last = await fn()
-        except NotFound:
-            last = None
-        if last:
-            return last
-        if loop.time() > deadline:
-            raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
-        await asyncio.sleep(0.05)
+    """:func:`tests.polling.eventually` with this suite's bound (NotFound counts as "not yet")."""
+    return await polling.eventually(fn, what, timeout)
 
 
 # -- in-process operator metrics ------------------------------------------------------------------
@@ -146,11 +88,11 @@ def head_checks() -> float:
 
 
 @dataclass
-class Rig:
+class Rig(harness.ServingNamespace):
+    """The rig's API server, simulator and fake Ray, and reads of its test namespace."""
+
     env: Environment
-    client: Client
     runtime: RayPodRuntime
-    namespace: str
 
     @property
     def server(self) -> BuiltinAPIServer:
@@ -160,20 +102,6 @@ class Rig:
     async def rs(self, name: str = "rs") -> dict[str, Any]:
         obj: dict[str, Any] = await self.client.get(c.RAYSERVICES, name, self.namespace)
         return obj
-
-    async def ready_endpoints(self, service: str) -> list[tuple[str, int, str]]:
-        """(ip, port, Pod name) of every ready endpoint of the Service's EndpointSlices."""
-        slices = await self.client.list(
-            ENDPOINTSLICES, self.namespace, label_selector=f"kubernetes.io/service-name={service}"
-        )
-        out = []
-        for s in slices["items"]:
-            ports = [int(p["port"]) for p in s.get("ports") or [] if p.get("port")]
-            for ep in s.get("endpoints") or []:
-                if (ep.get("conditions") or {}).get("ready") is True:
-                    pod = (ep.get("targetRef") or {}).get("name", "")
-                    out += [(ip, port, pod) for ip in ep.get("addresses") or [] for port in ports]
-        return out
 
     async def ready_pods(self, service: str) -> set[str]:
         return {pod for _, _, pod in await self.ready_endpoints(service)}
@@ -188,16 +116,6 @@ class Rig:
             for s in slices["items"]
             for ep in s.get("endpoints") or []
         }
-
-    async def pods(self, cluster: str, node_type: str | None = None) -> list[dict[str, Any]]:
-        selector = f"{c.RAY_CLUSTER_LABEL_KEY}={cluster}"
-        if node_type:
-            selector += f",{c.RAY_NODE_TYPE_LABEL_KEY}={node_type}"
-        return list((await self.client.list(PODS, self.namespace, label_selector=selector))["items"])
-
-    async def events(self, name: str) -> list[dict[str, Any]]:
-        items = (await self.client.list(EVENTS, self.namespace))["items"]
-        return [e for e in items if (e.get("regarding") or {}).get("name") == name]
 
     async def wait_ready(self, name: str = "rs", endpoints: int | None = None) -> dict[str, Any]:
         async def ready() -> dict[str, Any] | None:
@@ -228,7 +146,7 @@ async def rig() -> AsyncIterator[Rig]:
         client = env.new_client()
         ns = await env.create_namespace()
         try:
-            yield Rig(env, client, runtime, ns)
+            yield Rig(client=client, namespace=ns, env=env, runtime=runtime)
         finally:
             await client.close()
             await runtime.close()
@@ -332,94 +250,8 @@ def operator_processes() -> Iterator[OperatorFactory]:
 
 # -- traffic --------------------------------------------------------------------------------------
 
-
-@dataclass
-class TrafficReport:
-    sent: int = 0
-    ok: int = 0
-    failures: list[str] = field(default_factory=list)
-    pods_hit: set[str] = field(default_factory=set)
-    min_endpoints: int | None = None
-
-
-class Traffic:
-    """GETs through the serve Service's *currently ready* endpoints, as kube-proxy would route them.
-
-    The endpoint list is refreshed from the EndpointSlices between requests. Bounded by
-    ``max_requests`` and ``max_seconds`` (the loop ends early when either is reached; the caller
-    asserts on counts, not on time).
-    """
-
-    def __init__(
-        self,
-        rig: Rig,
-        service: str,
-        path: str = "/fruit",
-        *,
-        max_requests: int = 4000,
-        max_seconds: float = 30.0,
-    ) -> None:
-        self.rig, self.service, self.path = rig, service, path
-        self.max_requests, self.max_seconds = max_requests, max_seconds
-        self.report = TrafficReport()
-        self._stop = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._endpoints: list[tuple[str, int, str]] = []
-
-    async def __aenter__(self) -> Traffic:
-        self._endpoints = await self.rig.ready_endpoints(self.service)
-        self._task = asyncio.create_task(self._run())
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self._stop.set()
-        if self._task is not None:
-            await self._task
-
-    async def sent_at_least(self, n: int) -> bool:
-        if self.report.sent >= n:
-            return True
-        if self._task is not None and self._task.done():
-            raise AssertionError(f"traffic loop ended early: {self.report}")
-        return False
-
-    async def _refresh(self) -> None:
-        while not self._stop.is_set():
-            self._endpoints = await self.rig.ready_endpoints(self.service)
-            n = len(self._endpoints)
-            r = self.report
-            r.min_endpoints = n if r.min_endpoints is None else min(r.min_endpoints, n)
-            await asyncio.sleep(0.05)
-
-    async def _run(self) -> None:
-        refresher = asyncio.create_task(self._refresh())
-        started = time.monotonic()
-        i = 0
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=3)) as session:
-            while not self._stop.is_set() and self.report.sent < self.max_requests:
-                if time.monotonic() - started > self.max_seconds:
-                    break
-                endpoints = self._endpoints
-                self.report.sent += 1
-                if not endpoints:
-                    self.report.failures.append("no ready endpoint")
-                    await asyncio.sleep(0.01)
-                    continue
-                ip, port, pod = endpoints[i % len(endpoints)]
-                i += 1
-                try:
-                    async with session.get(f"http://{ip}:{port}{self.path}") as resp:
-                        await resp.read()
-                        if resp.status == 200:
-                            self.report.ok += 1
-                            self.report.pods_hit.add(pod)
-                        else:
-                            self.report.failures.append(f"{pod} {ip}:{port} HTTP {resp.status}")
-                except Exception as exc:
-                    self.report.failures.append(f"{pod} {ip}:{port} {type(exc).__name__}: {exc}")
-                await asyncio.sleep(0.005)
-        refresher.cancel()
-        await asyncio.gather(refresher, return_exceptions=True)
+TrafficReport = harness.TrafficReport
+Traffic = harness.Traffic  # Traffic(rig, service, ...): the Rig is its source of ready endpoints
 
 
 async def put_serve_config(head_ip: str, config: dict[str, Any], port: int = 8265) -> None:

@@ -7,29 +7,25 @@ needs to stay correct across a restart must be recoverable from the API. These t
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.rayservice.cluster import DELETION_DEADLINE_ANNOTATION_KEY
 from kuberay_py.client import NotFound
 from kuberay_py.client.resources import LEASES, PODS
+from tests.rayservice_harness import sample
 
 from .conftest import OperatorFactory, Rig, Traffic, eventually, rayservice
 
-ROOT = Path(__file__).resolve().parents[2]
-CLUSTER_SAMPLE = ROOT / "tests" / "fixtures" / "kuberay" / "samples" / "ray-cluster.sample.yaml"
 WORKERS = 8
 pytestmark = pytest.mark.builtin_only
 
 
 def raycluster(name: str, workers: int) -> dict[str, Any]:
-    obj: dict[str, Any] = copy.deepcopy(yaml.safe_load(CLUSTER_SAMPLE.read_text()))
+    obj = sample("ray-cluster.sample.yaml")
     obj["metadata"] = {"name": name}
     group = obj["spec"]["workerGroupSpecs"][0]
     group.update(replicas=workers, minReplicas=0, maxReplicas=workers + 2)
