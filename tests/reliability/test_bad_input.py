@@ -77,7 +77,11 @@ async def test_invalid_update_is_reported_and_the_cluster_keeps_serving(rig: Rig
                 return cur if ok and (seen or cond_reason != "ValidationFailed") else None
 
             cur = await eventually(reported, f"{cond_type}={cond_status}/{cond_reason}")
-            warnings = [e for e in await rig.events("rs") if e["reason"] == reason]
+
+            async def warned() -> list[dict[str, Any]]:  # Events are written after the status
+                return [e for e in await rig.events("rs") if e["reason"] == reason]
+
+            warnings = await eventually(warned, f"the {reason} Warning event")
             mark = traffic.report.sent
             await eventually(lambda: traffic.sent_at_least(mark + 100), "traffic after the bad update")
             assert await rig.ready_pods(SERVE_SVC) == serving

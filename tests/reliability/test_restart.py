@@ -129,8 +129,12 @@ async def test_old_cluster_deletion_deadline_survives_a_sigkill(
     await eventually(deleted, f"{old} deleted at its original deadline {scheduled}")
     assert second.running(), second.output()
     assert seen <= {scheduled}, f"the deadline was rewritten: {seen}"
-    # the delete came from the new process, and not before the deadline (the event's own time)
-    deletions = [e for e in await rig.events("rs") if e["reason"] == "DeletedRayCluster" and old in e["note"]]
+    # the delete came from the new process, and not before the deadline (the event's own time).
+    # Events are written asynchronously, after the delete: wait for it rather than read once.
+    async def deletion_events() -> list[dict[str, Any]]:
+        return [e for e in await rig.events("rs") if e["reason"] == "DeletedRayCluster" and old in e["note"]]
+
+    deletions = await eventually(deletion_events, f"the DeletedRayCluster event for {old}")
     assert len(deletions) == 1, deletions
     assert _parse(deletions[0]["eventTime"]) >= _parse(scheduled)
     cur = await rig.wait_ready("rs", endpoints=2)
