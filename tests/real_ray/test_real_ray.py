@@ -24,6 +24,7 @@ from kuberay_py.client.resources import PODS
 from kuberay_py.envtest import Environment
 from kuberay_py.manager.manager import Manager
 from kuberay_py.manager.options import ManagerOptions
+from tests.rayservice_harness import sample
 
 from .conftest import http_get
 
@@ -45,9 +46,7 @@ SERVE_CONFIG = {
 
 
 def manifest() -> dict[str, Any]:
-    obj: dict[str, Any] = yaml.safe_load(
-        (ROOT / "tests/scenario/samples/ray-service.sample.yaml").read_text()
-    )
+    obj = sample("ray-service.sample.yaml")
     obj["metadata"] = {"name": "real"}
     obj["spec"]["serveConfigV2"] = yaml.safe_dump(SERVE_CONFIG)
     spec = obj["spec"]["rayClusterConfig"]
