@@ -223,19 +223,23 @@ class RayClusterReconciler:
         after = find_condition(new_status.get("conditions"), C.COND_RAYCLUSTER_SUSPENDING)
         return (after or {}).get("status") == "True" and (before or {}).get("status") != "True"
 
-    async def _write_status(self, key: str, cluster: dict[str, Any], new_status: dict[str, Any]) -> None:
-        if not status_differs(cluster.get("status"), new_status):
-            return
+    def _status_body(self, cluster: dict[str, Any], new_status: dict[str, Any]) -> dict[str, Any]:
+        """A ``/status`` PUT body: the cached object's metadata (its resourceVersion makes a stale
+        cache a 409, as controller-runtime's ``Status().Update``) with the new status, stamped now."""
         new_status["lastUpdateTime"] = _now_iso(self.clock)
-        body = {
+        return {
             "apiVersion": C.RAYCLUSTERS.api_version,
             "kind": C.RAYCLUSTERS.kind,
             "metadata": copy.deepcopy(cluster["metadata"]),
             "spec": cluster.get("spec"),
             "status": new_status,
         }
+
+    async def _write_status(self, key: str, cluster: dict[str, Any], new_status: dict[str, Any]) -> None:
+        if not status_differs(cluster.get("status"), new_status):
+            return
         try:
-            written = await self.client.update_status(C.RAYCLUSTERS, body)
+            written = await self.client.update_status(C.RAYCLUSTERS, self._status_body(cluster, new_status))
         except NotFound:
             return
         except Conflict:
@@ -262,16 +266,8 @@ class RayClusterReconciler:
             new_status = copy.deepcopy(status)
             new_status["reason"] = message
             new_status["observedGeneration"] = cluster["metadata"].get("generation", 0)
-            new_status["lastUpdateTime"] = _now_iso(self.clock)
-            body = {
-                "apiVersion": C.RAYCLUSTERS.api_version,
-                "kind": C.RAYCLUSTERS.kind,
-                "metadata": copy.deepcopy(cluster["metadata"]),
-                "spec": cluster.get("spec"),
-                "status": new_status,
-            }
             try:
-                await self.client.update_status(C.RAYCLUSTERS, body)
+                await self.client.update_status(C.RAYCLUSTERS, self._status_body(cluster, new_status))
             except NotFound:
                 pass
         del pods

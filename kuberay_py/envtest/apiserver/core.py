@@ -211,14 +211,7 @@ class ApiCore:
         self._check_namespace(rt, meta, namespace)
         old = self.get(rt, namespace, name)
         uid = meta.get("uid")
-        if uid and uid != old["metadata"].get("uid"):
-            raise StatusError.conflict(
-                rt.group,
-                rt.plural,
-                name,
-                f"Precondition failed: UID in precondition: {uid}, "
-                f"UID in object meta: {old['metadata'].get('uid')}",
-            )
+        _check_uid_precondition(rt, name, uid, old)
         rv = meta.get("resourceVersion")
         if not rv:
             if require_rv and not rt.allow_unconditional_update:
@@ -380,17 +373,22 @@ class ApiCore:
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise StatusError.stale(rt.group, rt.plural, name)
         uid = pmeta.get("uid")
-        if uid and uid != old["metadata"].get("uid"):
-            raise StatusError.conflict(
-                rt.group,
-                rt.plural,
-                name,
-                f"Precondition failed: UID in precondition: {uid}, "
-                f"UID in object meta: {old['metadata'].get('uid')}",
-            )
+        _check_uid_precondition(rt, name, uid, old)
         new = self._check_type(rt, patched)
         new["metadata"]["name"] = name
         self._check_namespace(rt, new["metadata"], namespace)
         return self._finish_update(
             rt, old, new, subresource=subresource, dry_run=dry_run, strict=strict, manager=field_manager
         ), False
+
+
+def _check_uid_precondition(rt: ResourceType, name: str, uid: object, old: Obj) -> None:
+    """A write that names a UID must target that very object (a recreated namesake is a 409)."""
+    if uid and uid != old["metadata"].get("uid"):
+        raise StatusError.conflict(
+            rt.group,
+            rt.plural,
+            name,
+            f"Precondition failed: UID in precondition: {uid}, "
+            f"UID in object meta: {old['metadata'].get('uid')}",
+        )
