@@ -222,7 +222,7 @@ async def run_demo(
     no_operator: bool,
     out: TextIO = sys.stdout,
 ) -> int:
-    log.configure(flags.log_format, flags.log_level, stream=sys.stderr)
+    log.configure(flags.log_format, flags.log_level)  # stderr, resolved at write time
     try:
         if files is None and not SAMPLES_DIR.is_dir():
             # A wheel/image install has the code but not the repository's config/ directory.
