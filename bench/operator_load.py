@@ -38,8 +38,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from controllers import constants as c  # noqa: E402
+from controllers.constants import RAYCLUSTERS, RAYSERVICES  # noqa: E402
 from controllers.rayservice import heads  # noqa: E402
-from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES  # noqa: E402
 from controllers.rayservice.reconciler import RayServiceOptions, RayServiceReconciler  # noqa: E402
 from controllers.rayservice.setup import setup as setup_rayservice  # noqa: E402
 from kuberay_py.client import Client, load_config  # noqa: E402

@@ -7,6 +7,7 @@ from datetime import timedelta
 from typing import Any
 
 from controllers import constants as c
+from controllers.constants import RAYCLUSTERS
 from controllers.rayservice.cluster import (
     DELETION_DEADLINE_ANNOTATION_KEY,
     build_ray_cluster,
@@ -16,7 +17,6 @@ from controllers.rayservice.cluster import (
 from controllers.rayservice.hashing import (
     should_update_cluster,
 )
-from controllers.rayservice.kinds import RAYCLUSTERS
 from controllers.rayservice.phase_base import (
     DEFAULT_DELETION_DELAY,
     PhaseBase,

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from typing import Any, Protocol
 
 from controllers import constants as c
+from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.ray.health import HeadTarget
 from controllers.raycluster.common import find_container_port
-from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
 from kuberay_py.client.resources import PODS, Resource
 
 __all__ = [

@@ -20,6 +20,7 @@ from typing import Any
 
 from controllers import constants as c
 from controllers.api.validation import parse_initializing_timeout, validate_rayservice
+from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.ray import metrics as ray_metrics
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import HeadProxyHealthChecker
@@ -33,7 +34,6 @@ from controllers.rayservice.hashing import (
     is_zero_downtime_enabled,
     should_prepare_new_cluster,
 )
-from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
 from controllers.rayservice.phase_base import (
     COND_SERVE_CONFIG_VALID,
     MANAGED_BY_KUBERAY,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from controllers import constants as c
+from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import (
     DEFAULT_CHECK_CONCURRENCY,
@@ -28,7 +29,6 @@ from controllers.ray.health import (
     HealthResult,
 )
 from controllers.rayservice import heads
-from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
 from controllers.rayservice.reconciler import SERVICE_NAME_LABEL, RayServiceOptions, RayServiceReconciler
 from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SERVICES
 from kuberay_py.controller import (

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 from controllers import constants as c
+from controllers.constants import RAYCLUSTERS
 from controllers.rayservice.cluster import owned_cluster_labels
 from controllers.rayservice.cluster_phases import ClusterPhases
-from controllers.rayservice.kinds import RAYCLUSTERS
 from controllers.rayservice.status import is_condition_true, set_condition
 from kuberay_py.client import NotFound
 from kuberay_py.client.resources import SERVICES

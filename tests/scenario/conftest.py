@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from controllers.rayservice.kinds import RAYSERVICES
+from controllers.constants import RAYSERVICES
 from controllers.raysim import RayPodRuntime, Timings
 from kuberay_py.client.resources import PODS
 from kuberay_py.envtest import Environment

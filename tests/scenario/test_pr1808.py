@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import yaml
 
-from controllers.rayservice.kinds import RAYSERVICES
+from controllers.constants import RAYSERVICES
 from kuberay_py.client.resources import SERVICES
 from tests.rayservice_harness import rayservice, serve_config
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import aiohttp
 import yaml
 
-from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
+from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from kuberay_py.client import NotFound
 from kuberay_py.client.resources import PODS
 from tests.rayservice_harness import rayservice, serve_config

@@ -8,9 +8,9 @@ from typing import Any
 import yaml
 
 from controllers import constants as c
+from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.ray import metrics as ray_metrics
 from controllers.rayservice.cluster import DELETION_DEADLINE_ANNOTATION_KEY
-from controllers.rayservice.kinds import RAYCLUSTERS, RAYSERVICES
 from controllers.rayservice.reconciler import refresh_delay
 from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import EVENTS, PODS, SECRETS, SERVICES
