@@ -10,12 +10,12 @@ instead of a gauge set in memory, so the value survives an operator restart (Kub
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
-from datetime import datetime
 from typing import Any
 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from kuberay_py.clock import parse_rfc3339
 from kuberay_py.metrics import registry
 
 __all__ = ["KubeRayInfoCollector", "register_info_metrics"]
@@ -23,13 +23,6 @@ __all__ = ["KubeRayInfoCollector", "register_info_metrics"]
 Lister = Callable[[], Iterable[dict[str, Any]]]
 
 
-def _parse_time(value: object) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
 
 
 def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
@@ -91,8 +84,8 @@ class KubeRayInfoCollector(Collector):
             state = _condition_value(cluster, "RayClusterProvisioned")
             provisioned.add_metric([*labels, state], 1)
             cond = _condition(cluster, "RayClusterProvisioned")
-            created = _parse_time((cluster.get("metadata") or {}).get("creationTimestamp"))
-            became = _parse_time(cond.get("lastTransitionTime")) if cond else None
+            created = parse_rfc3339((cluster.get("metadata") or {}).get("creationTimestamp"))
+            became = parse_rfc3339(cond.get("lastTransitionTime")) if cond else None
             if state == "true" and created and became:
                 provisioned_duration.add_metric(labels, max(0.0, (became - created).total_seconds()))
 

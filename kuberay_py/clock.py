@@ -23,7 +23,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Clock", "FakeClock", "RealClock"]
+__all__ = ["Clock", "FakeClock", "RealClock", "format_rfc3339", "parse_rfc3339"]
 
 
 @runtime_checkable
@@ -35,6 +35,22 @@ class Clock(Protocol):
     async def sleep(self, seconds: float) -> None: ...
 
     def utcnow(self) -> datetime: ...
+
+
+def format_rfc3339(value: datetime) -> str:
+    """``metav1.Time`` on the wire: RFC 3339 in UTC with whole seconds, as the API server writes it."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_rfc3339(value: object) -> datetime | None:
+    """An API timestamp (``Time`` or ``MicroTime``) as an aware datetime; None when absent or malformed,
+    so a hand-edited object never crashes a reconcile."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        return datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
 
 
 class RealClock:

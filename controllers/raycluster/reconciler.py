@@ -34,7 +34,7 @@ from controllers.raycluster.pods import PodPhase, ReplicaFailure
 from controllers.raycluster.status import compute_status, find_condition, status_differs
 from kuberay_py.client import ApiError, Client, Conflict, NotFound, Resource
 from kuberay_py.client.resources import JOBS, PODS, SERVICES
-from kuberay_py.clock import Clock, RealClock
+from kuberay_py.clock import Clock, RealClock, format_rfc3339
 from kuberay_py.controller import (
     AnnotationsChanged,
     Expectations,
@@ -79,7 +79,7 @@ def cache_transforms() -> dict[Resource, Callable[[dict[str, Any]], dict[str, An
 
 
 def _now_iso(clock: Clock) -> str:
-    return clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_rfc3339(clock.utcnow())
 
 
 class RayClusterReconciler:

@@ -23,7 +23,6 @@ from controllers.rayservice.phase_base import (
     RequeueTimer,
     _cluster_names,
     _name,
-    _parse_time,
     log,
 )
 from controllers.rayservice.status import (
@@ -31,6 +30,7 @@ from controllers.rayservice.status import (
     rfc3339,
 )
 from kuberay_py.client import AlreadyExists, NotFound
+from kuberay_py.clock import parse_rfc3339
 
 __all__ = ["ClusterPhases"]
 
@@ -52,7 +52,7 @@ class ClusterPhases(PhaseBase):
             cmeta = cluster["metadata"]
             if cmeta["name"] in keep or cmeta.get("deletionTimestamp"):
                 continue
-            deadline = _parse_time((cmeta.get("annotations") or {}).get(DELETION_DEADLINE_ANNOTATION_KEY))
+            deadline = parse_rfc3339((cmeta.get("annotations") or {}).get(DELETION_DEADLINE_ANNOTATION_KEY))
             if deadline is None:
                 deadline = now + timedelta(seconds=delay_s)
                 patch = {"metadata": {"annotations": {DELETION_DEADLINE_ANNOTATION_KEY: rfc3339(deadline)}}}

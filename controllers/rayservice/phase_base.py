@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
 from typing import Any, Literal, Protocol
 
 from controllers import constants as c
@@ -85,10 +84,3 @@ def _cluster_names(status: dict[str, Any]) -> list[str]:
     return [n for n in (_name(status, "active"), _name(status, "pending")) if n]
 
 
-def _parse_time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from controllers import constants as c
+from kuberay_py.clock import format_rfc3339, parse_rfc3339
 
 __all__ = [
     "calculate_conditions",
@@ -28,8 +29,7 @@ __all__ = [
 ]
 
 
-def rfc3339(ts: datetime) -> str:
-    return ts.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+rfc3339 = format_rfc3339
 
 
 def ready_endpoint_pod_uids(endpoint_slices: Iterable[dict[str, Any]]) -> dict[str, str]:
@@ -181,9 +181,8 @@ def initializing_deadline_passed(status: dict[str, Any], timeout_s: float, now: 
     ready = find_condition(status.get("conditions"), c.COND_RAYSERVICE_READY)
     if ready is None or ready.get("status") != "False" or ready.get("reason") != c.REASON_INITIALIZING:
         return None
-    try:
-        since = datetime.fromisoformat(str(ready.get("lastTransitionTime")).replace("Z", "+00:00"))
-    except ValueError:
+    since = parse_rfc3339(ready.get("lastTransitionTime"))
+    if since is None:
         return None
     return timeout_s - (now - since).total_seconds()
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kuberay_py.client import Client, NotFound, resources
+from kuberay_py.clock import parse_rfc3339
 from kuberay_py.manager.leaderelection import LeaderElectionRecord, LockNotFound
 
 __all__ = ["LeaseLock", "default_identity", "format_micro_time", "parse_micro_time"]
@@ -28,13 +29,7 @@ def format_micro_time(value: datetime) -> str:
     return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def parse_micro_time(value: Any) -> datetime | None:
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
+parse_micro_time = parse_rfc3339  # MicroTime parses like Time (fractional seconds allowed)
 
 
 def record_to_spec(record: LeaderElectionRecord) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from kuberay_py.client import ApiError, Conflict, NotFound, resources
-from kuberay_py.clock import Clock
+from kuberay_py.clock import Clock, format_rfc3339
 from kuberay_py.envtest.sim.podstatus import ContainerState, build_status
 from kuberay_py.envtest.sim.prober import ProbeKind, ProbeState, ProbeTiming
 from kuberay_py.envtest.sim.probes import run_probe
@@ -30,7 +30,7 @@ log = get_logger("kuberay_py.envtest.sim.kubelet")
 
 
 def rfc3339(clock: Clock) -> str:
-    return clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+    return format_rfc3339(clock.utcnow())
 
 
 class PodWorker:

@@ -16,7 +16,7 @@ import anyio
 
 from kuberay_py.cache import Cache
 from kuberay_py.client import AlreadyExists, ApiError, Client, resources
-from kuberay_py.clock import Clock, RealClock
+from kuberay_py.clock import Clock, RealClock, format_rfc3339
 from kuberay_py.envtest.sim.addresses import AddressAllocator, random_block
 from kuberay_py.envtest.sim.endpointslices import EndpointSliceController
 from kuberay_py.envtest.sim.gc import GarbageCollector
@@ -98,7 +98,7 @@ class Simulator:
         except ApiError as exc:
             log.info("could not register the simulator's Node", error=str(exc))
             return
-        now = self.clock.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ")
+        now = format_rfc3339(self.clock.utcnow())
         created["status"] = {
             "addresses": [
                 {"type": "InternalIP", "address": self.kubelet.host_ip},
