@@ -4,8 +4,12 @@ Mirrors controller-runtime's ``envtest.Environment``: ``KUBEBUILDER_ASSETS`` (or
 ``TEST_ASSET_ETCD``/``TEST_ASSET_KUBE_APISERVER``) selects real etcd + kube-apiserver,
 ``USE_EXISTING_CLUSTER=true`` (or ``use_existing=True``) uses the current kubeconfig, and otherwise
 the in-process :class:`BuiltinAPIServer` serves. CRDs are installed and waited for until
-Established, then a kubeconfig file and a :class:`~kuberay_py.client.ClientConfig` are handed out.
-With ``simulate=True`` the cluster simulator (kubelet, EndpointSlices, GC) runs alongside.
+Established and served, then a kubeconfig file and a :class:`~kuberay_py.client.ClientConfig` are
+handed out. With ``simulate=True`` the cluster simulator (kubelet, EndpointSlices, GC) runs alongside.
+
+``kubeconfig_out`` is written only once the whole environment is ready (CRDs Established *and*
+served, the simulator synced), atomically (temp file + rename): a client that waits for the file
+and then creates a custom resource at once must not get a 404 from a group that is not served yet.
 """
 
 from __future__ import annotations
@@ -120,13 +124,33 @@ class Environment:
                 await self.install_crds(self.crd_paths)
             if self.simulate:
                 await self._start_simulator()
+            self._publish_kubeconfig()
         except BaseException:
             await self.stop()
             raise
 
+    def _publish_kubeconfig(self) -> None:
+        """Copy the kubeconfig to ``kubeconfig_out`` in one rename, now that everything is served."""
+        if not self._kubeconfig_out or self.use_existing:
+            return
+        data = Path(self.kubeconfig_path).read_bytes()
+        target = Path(self._kubeconfig_out)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, 0o600)
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+        self.kubeconfig_path = str(target)
+
     async def _start_apiserver(self) -> None:
         assert self._tmpdir is not None
-        out = self._kubeconfig_out or os.path.join(self._tmpdir.name, "kubeconfig")
+        out = os.path.join(self._tmpdir.name, "kubeconfig")
         if self.use_existing:
             self.kubeconfig_path = os.environ.get("KUBECONFIG", str(Path.home() / ".kube" / "config"))
             log.info("envtest.existing_cluster", kubeconfig=self.kubeconfig_path)
@@ -229,16 +253,16 @@ class Environment:
         docs += read_crds(
             [p for p in items if not isinstance(p, dict)], error_if_missing=self.error_if_crd_path_missing
         )
-        assert self._api is not None
         installed = []
+        deadline = asyncio.get_running_loop().time() + self.crd_install_timeout
         for doc in docs:
             name = doc["metadata"]["name"]
             try:
-                installed.append(await request_json(self._api, "POST", _CRD_PATH, doc))
+                installed.append(await self._request_until(deadline, "POST", _CRD_PATH, doc))
             except RestError as e:
                 if e.status != 409:
                     raise
-                current = await request_json(self._api, "GET", f"{_CRD_PATH}/{name}")
+                current = await self._request_until(deadline, "GET", f"{_CRD_PATH}/{name}")
                 doc = {
                     **doc,
                     "metadata": {
@@ -246,9 +270,21 @@ class Environment:
                         "resourceVersion": current["metadata"]["resourceVersion"],
                     },
                 }
-                installed.append(await request_json(self._api, "PUT", f"{_CRD_PATH}/{name}", doc))
+                installed.append(await self._request_until(deadline, "PUT", f"{_CRD_PATH}/{name}", doc))
         await self.wait_for_crds([d["metadata"]["name"] for d in docs])
         return installed
+
+    async def _request_until(self, deadline: float, method: str, path: str, body: Any = None) -> Any:
+        """One request, repeated while a starting kube-apiserver answers 429/503/504 (until ``deadline``)."""
+        assert self._api is not None
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                return await request_json(self._api, method, path, body)
+            except RestError as e:
+                if not e.retriable or loop.time() > deadline:
+                    raise
+            await asyncio.sleep(0.1)
 
     async def wait_for_crds(self, names: Iterable[str], poll: float = 0.05) -> None:
         """Until every CRD is Established and its resources appear in discovery (envtest's WaitForCRDs)."""
@@ -258,7 +294,13 @@ class Environment:
         pending = list(names)
         while pending:
             name = pending[0]
-            crd = await request_json(self._api, "GET", f"{_CRD_PATH}/{name}")
+            try:
+                crd = await request_json(self._api, "GET", f"{_CRD_PATH}/{name}")
+            except RestError as e:
+                if not (e.retriable or e.status == 404) or loop.time() > deadline:
+                    raise
+                await asyncio.sleep(poll)
+                continue
             established = any(
                 c.get("type") == "Established" and c.get("status") == "True"
                 for c in (crd.get("status") or {}).get("conditions") or []
@@ -279,7 +321,13 @@ class Environment:
                 continue
             try:
                 doc = await request_json(self._api, "GET", f"/apis/{spec['group']}/{v['name']}")
-            except RestError:
+            except RestError as e:
+                # Until the group/version is served kube-apiserver answers a plain-text
+                # "404 page not found"; while it starts, 503. Both mean "not yet".
+                if e.status in (404, 0) or e.retriable:
+                    return False
+                raise
+            if not isinstance(doc, dict):
                 return False
             if not any(r.get("name") == plural for r in doc.get("resources") or []):
                 return False

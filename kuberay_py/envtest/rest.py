@@ -4,6 +4,11 @@ The environment needs a handful of calls (install CRDs, create namespaces) befor
 ``kuberay_py.client`` is in play, in both built-in and real mode (TLS client certificates).
 kubernetes_asyncio's ``ApiClient`` already knows how to authenticate from a kubeconfig; its
 generated models are skipped (plain dicts, as everywhere else).
+
+Not every answer is JSON: until a group/version is served, kube-apiserver answers
+``GET /apis/<group>/<version>`` with a plain-text ``404 page not found``, and while it starts it
+may answer 503 with a text body. Such answers are errors with their status code, never a decode
+crash.
 """
 
 from __future__ import annotations
@@ -11,19 +16,38 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
+from aiohttp import ClientError
 from kubernetes_asyncio.client import ApiClient
 
-__all__ = ["RestError", "request_json"]
+__all__ = ["RETRIABLE_STATUSES", "RestError", "decode_body", "request_json"]
+
+# Answers a starting or busy kube-apiserver gives that mean "try again", not "no".
+RETRIABLE_STATUSES = frozenset({429, 503, 504})
 
 
 class RestError(Exception):
     def __init__(self, status: int, body: Any) -> None:
-        reason = body.get("reason", "") if isinstance(body, dict) else ""
-        message = body.get("message", "") if isinstance(body, dict) else str(body)
+        reason = str(body.get("reason", "")) if isinstance(body, dict) else f"HTTP{status}"
+        message = str(body.get("message", "")) if isinstance(body, dict) else str(body or "")
         super().__init__(f"{status} {reason}: {message}")
         self.status = status
         self.reason = reason
+        self.message = message
         self.body = body
+
+    @property
+    def retriable(self) -> bool:
+        return self.status in RETRIABLE_STATUSES
+
+
+def decode_body(data: bytes) -> Any:
+    """The JSON document in ``data``; a body that is not JSON comes back as (the start of) its text."""
+    if not data:
+        return None
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return data[:500].decode("utf-8", "replace").strip()
 
 
 async def request_json(
@@ -34,21 +58,30 @@ async def request_json(
     query: dict[str, str] | None = None,
     content_type: str = "application/json",
 ) -> Any:
-    """Send one request; return the decoded JSON body or raise :class:`RestError` on non-2xx."""
-    resp = await api.call_api(
-        path,
-        method,
-        query_params=list((query or {}).items()),
-        header_params={"Accept": "application/json", "Content-Type": content_type},
-        body=body,
-        auth_settings=["BearerToken"],
-        _preload_content=False,
-    )
+    """Send one request; return the decoded JSON body or raise :class:`RestError`.
+
+    Raises for a non-2xx answer, for a 2xx answer that is not JSON (status kept, body as text)
+    and for a connection that broke (status 0), so callers handle one exception type.
+    """
     try:
-        data = await resp.read()
-    finally:
-        resp.release()
-    decoded = orjson.loads(data) if data else None
+        resp = await api.call_api(
+            path,
+            method,
+            query_params=list((query or {}).items()),
+            header_params={"Accept": "application/json", "Content-Type": content_type},
+            body=body,
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+        )
+        try:
+            data = await resp.read()
+        finally:
+            resp.release()
+    except (ClientError, OSError, TimeoutError) as e:
+        raise RestError(0, f"{method} {path}: {e}") from e
+    decoded = decode_body(data)
     if resp.status >= 300:
         raise RestError(resp.status, decoded)
+    if isinstance(decoded, str):
+        raise RestError(resp.status, f"{method} {path}: response is not JSON: {decoded[:120]!r}")
     return decoded

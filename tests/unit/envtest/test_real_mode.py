@@ -7,14 +7,19 @@ same code path a real etcd + kube-apiserver would, short of the API itself.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
 
+from kuberay_py.client import Client, load_config
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.controlplane import Assets
+from kuberay_py.envtest.rest import RestError, request_json
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
 FAKEBIN = Path(__file__).parent / "fakebin"
@@ -54,3 +59,59 @@ async def test_real_mode_reports_a_crashing_binary(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="exited with 3"):
         await env.start()
     assert env.control_plane is not None and env.control_plane._procs == []
+
+
+def _assets(tmp: Path) -> Assets:
+    return Assets(_wrapper(tmp, "etcd", "fake_etcd.py"), _wrapper(tmp, "kube-apiserver", "fake_apiserver.py"))
+
+
+CRD: dict[str, object] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "widgets.example.com"},
+    "spec": {
+        "group": "example.com",
+        "scope": "Namespaced",
+        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+        "versions": [{"name": "v1", "served": True, "storage": True}],
+    },
+}
+
+
+async def test_crd_install_survives_text_404_and_503_and_publishes_the_kubeconfig_when_served(
+    tmp_path: Path,
+) -> None:
+    """kube-apiserver may answer a create with 503 while it starts and answers a group/version it
+    does not serve yet with plain-text ``404 page not found``: both mean "not yet". The kubeconfig
+    appears (in one rename) only once the group is served, so its first reader can use the CRD."""
+    crd_file = tmp_path / "crd.yaml"
+    crd_file.write_text(yaml.safe_dump(CRD))
+    out = tmp_path / "out" / "kubeconfig"
+    env = Environment([str(crd_file)], assets=_assets(tmp_path), kubeconfig_out=str(out))
+
+    async def first_reader() -> dict[str, Any]:
+        for _ in range(4000):  # bounded: 20 s
+            if out.exists():
+                break
+            await asyncio.sleep(0.005)
+        async with Client(await load_config(str(out))) as client:
+            return dict(await client.request("GET", "/apis/example.com/v1"))
+
+    reader = asyncio.create_task(first_reader())
+    async with env:
+        assert env.kubeconfig_path == str(out)
+        served = await asyncio.wait_for(reader, 10)
+    assert [r["name"] for r in served["resources"]] == ["widgets"]
+    assert not list(out.parent.glob(".kubeconfig.*")), "no temp file left beside the kubeconfig"
+
+
+async def test_rest_helper_turns_a_text_body_into_an_error_with_its_status(tmp_path: Path) -> None:
+    async with Environment(assets=_assets(tmp_path)) as env:
+        api = await env.api_client()
+        try:
+            with pytest.raises(RestError) as caught:
+                await request_json(api, "GET", "/apis/example.com/v1")
+        finally:
+            await api.close()
+    assert caught.value.status == 404
+    assert "404 page not found" in str(caught.value)

@@ -1,6 +1,12 @@
 """Stands in for kube-apiserver in tests of real mode: parses envtest's flags, checks the files
 they name exist, serves HTTPS with the given serving certificate and requires a client
-certificate signed by --client-ca-file (as kube-apiserver's x509 authenticator does)."""
+certificate signed by --client-ca-file (as kube-apiserver's x509 authenticator does).
+
+It also serves CustomResourceDefinitions the way a starting kube-apiserver does: the first
+create answers ``503`` with a text body, and a new group/version answers the first discovery
+GETs with the plain-text ``404 page not found`` before it is served. ``FAKE_APISERVER_PIDFILE``,
+when set, gets this process's pid (tests check it is gone after its owner died).
+"""
 
 import argparse
 import http.server
@@ -8,6 +14,7 @@ import json
 import os
 import ssl
 import urllib.request
+from typing import Any
 
 p = argparse.ArgumentParser()
 for flag in (
@@ -42,25 +49,65 @@ with urllib.request.urlopen(args.etcd_servers + "/health", timeout=5) as r:  # e
     assert json.load(r)["health"] == "true"
 
 
+if os.environ.get("FAKE_APISERVER_PIDFILE"):
+    with open(os.environ["FAKE_APISERVER_PIDFILE"], "w") as f:
+        f.write(str(os.getpid()))
+
+CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+UNSERVED_DISCOVERY_GETS = 3
+crds: dict[str, dict[str, Any]] = {}
+discovery_gets: dict[str, int] = {}
+posts = 0
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:
-        cert = self.connection.getpeercert()  # type: ignore[attr-defined]
-        subject = dict(x[0] for x in cert["subject"]) if cert else {}
-        if self.path.startswith("/readyz"):
-            body = b"ok"
-        else:
-            body = json.dumps(
-                {
-                    "kind": "Status",
-                    "user": subject.get("commonName"),
-                    "group": subject.get("organizationName"),
-                }
-            ).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+    def reply(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        global posts
+        doc = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.path != CRDS:
+            return self.reply(404, b"404 page not found", "text/plain; charset=utf-8")
+        posts += 1
+        if posts == 1:
+            return self.reply(503, b"service unavailable\n", "text/plain; charset=utf-8")
+        doc["metadata"]["resourceVersion"] = "1"
+        doc["status"] = {"conditions": [{"type": "Established", "status": "True"}]}
+        crds[doc["metadata"]["name"]] = doc
+        self.reply(201, json.dumps(doc).encode())
+
+    def discovery(self, group_version: str) -> None:
+        resources = [
+            {"name": c["spec"]["names"]["plural"], "kind": c["spec"]["names"]["kind"]}
+            for c in crds.values()
+            if any(f"{c['spec']['group']}/{v['name']}" == group_version for v in c["spec"]["versions"])
+        ]
+        discovery_gets[group_version] = discovery_gets.get(group_version, 0) + 1
+        if not resources or discovery_gets[group_version] <= UNSERVED_DISCOVERY_GETS:
+            return self.reply(404, b"404 page not found\n", "text/plain; charset=utf-8")
+        body = {"kind": "APIResourceList", "groupVersion": group_version, "resources": resources}
+        self.reply(200, json.dumps(body).encode())
+
+    def do_GET(self) -> None:
+        cert = self.connection.getpeercert()  # type: ignore[attr-defined]
+        subject = dict(x[0] for x in cert["subject"]) if cert else {}
+        parts = self.path.split("?")[0].strip("/").split("/")
+        if self.path.startswith("/readyz"):
+            return self.reply(200, b"ok", "text/plain")
+        if self.path.startswith(CRDS + "/"):
+            crd = crds.get(parts[-1])
+            if crd is None:
+                return self.reply(404, json.dumps({"kind": "Status", "code": 404}).encode())
+            return self.reply(200, json.dumps(crd).encode())
+        if parts[0] == "apis" and len(parts) == 3 and parts[1] != "apiextensions.k8s.io":
+            return self.discovery(f"{parts[1]}/{parts[2]}")
+        body = {"kind": "Status", "user": subject.get("commonName"), "group": subject.get("organizationName")}
+        self.reply(200, json.dumps(body).encode())
 
     def log_message(self, *a: object) -> None:
         pass
