@@ -60,18 +60,36 @@ def parse_serve_config(text: str) -> dict[str, Any]:
 
 
 class ClusterUpgradeOptions(ApiModel):
-    """Incremental upgrade (Gateway API) options; accepted for compatibility, not acted on."""
+    """How ``NewClusterWithIncrementalUpgrade`` moves capacity and traffic (KubeRay's names).
+
+    The CRD carries no ranges (as KubeRay's); the controller's validation enforces them, with
+    KubeRay's messages, so a bad value is a ``ValidationFailed`` condition rather than a silent
+    stall.
+    """
 
     crd_required: ClassVar[tuple[str, ...]] = ("gatewayClassName", "intervalSeconds", "stepSizePercent")
 
-    max_surge_percent: Annotated[int, Schema({"format": "int32", "default": 100})] | None = None
-    step_size_percent: Int32 | None = None
-    interval_seconds: Int32 | None = None
-    gateway_class_name: str | None = None
+    max_surge_percent: Annotated[int, Schema({"format": "int32", "default": 100})] | None = Field(
+        default=None, description="target_capacity change per capacity step, in percent (default 100)."
+    )
+    step_size_percent: Int32 | None = Field(
+        default=None, description="HTTPRoute weight change per traffic step, in percent."
+    )
+    interval_seconds: Int32 | None = Field(default=None, description="Minimum seconds between traffic steps.")
+    gateway_class_name: str | None = Field(
+        default=None, description="GatewayClass of the Gateway the operator creates for the RayService."
+    )
+
+    @property
+    def max_surge(self) -> int:
+        """``maxSurgePercent`` with the CRD default applied (KubeRay dereferences it as 100)."""
+        return 100 if self.max_surge_percent is None else self.max_surge_percent
 
 
 class RayServiceUpgradeStrategy(ApiModel):
-    type: str | None = Field(default=None, description="NewCluster (default) or None.")
+    type: str | None = Field(
+        default=None, description="NewCluster (default), NewClusterWithIncrementalUpgrade or None."
+    )
     cluster_upgrade_options: ClusterUpgradeOptions | None = None
 
 

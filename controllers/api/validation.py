@@ -25,12 +25,14 @@ from controllers import constants as C
 from controllers.api.errors import Category, FieldError
 from controllers.api.names import dns1035_label_errors, parse_go_duration
 from controllers.api.raycluster import RayCluster, RayClusterStatus
-from controllers.api.rayservice import RayService, ServeConfigError, parse_serve_config
+from controllers.api.rayservice import RayService, RayServiceSpec, ServeConfigError, parse_serve_config
 from controllers.api.spec_validation import validate_raycluster_spec
 
 __all__ = [
+    "UPGRADE_INCREMENTAL",
     "FieldError",
     "errors_from_pydantic",
+    "is_incremental_upgrade",
     "parse_initializing_timeout",
     "validate_raycluster",
     "validate_raycluster_metadata",
@@ -178,10 +180,60 @@ def validate_rayservice_metadata(service: RayService) -> list[FieldError]:
     return errs
 
 
-_SERVICE_UPGRADE_TYPES = ("NewCluster", "None")
+_SERVICE_UPGRADE_TYPES = ("NewClusterWithIncrementalUpgrade", "NewCluster", "None")
+UPGRADE_INCREMENTAL = "NewClusterWithIncrementalUpgrade"
+_OPTIONS = "spec.upgradeStrategy.clusterUpgradeOptions"
 
 
-def validate_rayservice_spec(service: RayService) -> list[FieldError]:
+def is_incremental_upgrade(spec: RayServiceSpec | None, *, gate: bool = True) -> bool:
+    """KubeRay's IsIncrementalUpgradeEnabled: the gate is on and the type is exactly incremental."""
+    strategy = spec.upgrade_strategy if spec is not None else None
+    return gate and strategy is not None and strategy.type == UPGRADE_INCREMENTAL
+
+
+def _incremental_errors(spec: RayServiceSpec) -> list[FieldError]:
+    """KubeRay's rules 2-8 for incremental upgrade (VAL:718-746), with its messages."""
+    errs: list[FieldError] = []
+    cluster = spec.ray_cluster_config
+    if cluster is not None and not cluster.enable_in_tree_autoscaling:
+        errs.append(
+            FieldError(
+                "spec.rayClusterConfig.enableInTreeAutoscaling",
+                "Ray Autoscaler is required for NewClusterWithIncrementalUpgrade",
+            )
+        )
+    options = spec.upgrade_strategy.cluster_upgrade_options if spec.upgrade_strategy else None
+    if options is None:
+        errs.append(
+            FieldError(_OPTIONS, "ClusterUpgradeOptions are required for NewClusterWithIncrementalUpgrade")
+        )
+        return errs
+    surge = options.max_surge
+    if not 0 <= surge <= 100:
+        errs.append(FieldError(f"{_OPTIONS}.maxSurgePercent", "maxSurgePercent must be between 0 and 100"))
+    step = options.step_size_percent
+    if step is None or not 0 <= step <= 100:
+        errs.append(FieldError(f"{_OPTIONS}.stepSizePercent", "stepSizePercent must be between 0 and 100"))
+    elif step > surge:
+        errs.append(
+            FieldError(
+                f"{_OPTIONS}.stepSizePercent", "stepSizePercent must be less than or equal to maxSurgePercent"
+            )
+        )
+    if options.interval_seconds is None or options.interval_seconds <= 0:
+        errs.append(FieldError(f"{_OPTIONS}.intervalSeconds", "intervalSeconds must be greater than 0"))
+    if not options.gateway_class_name:
+        errs.append(
+            FieldError(
+                f"{_OPTIONS}.gatewayClassName",
+                "gatewayClassName is required for NewClusterWithIncrementalUpgrade",
+            )
+        )
+    return errs
+
+
+def validate_rayservice_spec(service: RayService, *, incremental_upgrade: bool = True) -> list[FieldError]:
+    """``incremental_upgrade`` is the RayServiceIncrementalUpgrade feature gate."""
     spec = service.spec
     if spec is None:
         return [FieldError("spec", "spec is required")]
@@ -215,14 +267,15 @@ def validate_rayservice_spec(service: RayService) -> list[FieldError]:
             )
     strategy = spec.upgrade_strategy
     if strategy is not None and strategy.type is not None and strategy.type not in _SERVICE_UPGRADE_TYPES:
-        if strategy.type == "NewClusterWithIncrementalUpgrade":
-            msg = (
-                "NewClusterWithIncrementalUpgrade (Gateway API traffic shifting) is not supported by "
-                "kuberay-py; valid options are NewCluster or None"
+        errs.append(
+            FieldError(
+                "spec.upgradeStrategy.type",
+                f"Spec.UpgradeStrategy.Type value {strategy.type} is invalid, valid options are "
+                "NewClusterWithIncrementalUpgrade, NewCluster, or None",
             )
-        else:
-            msg = f"value {strategy.type} is invalid, valid options are NewCluster or None"
-        errs.append(FieldError("spec.upgradeStrategy.type", msg))
+        )
+    if is_incremental_upgrade(spec, gate=incremental_upgrade):
+        errs += _incremental_errors(spec)
     delay = spec.ray_cluster_deletion_delay_seconds
     if delay is not None and delay < 0:
         errs.append(
@@ -238,9 +291,13 @@ def validate_rayservice_spec(service: RayService) -> list[FieldError]:
     return errs
 
 
-def validate_rayservice(obj: RayService | dict[str, Any]) -> list[FieldError]:
-    """All problems with a RayService (metadata and spec)."""
+def validate_rayservice(
+    obj: RayService | dict[str, Any], *, incremental_upgrade: bool = True
+) -> list[FieldError]:
+    """All problems with a RayService (metadata and spec); ``incremental_upgrade`` is the feature gate."""
     service = _loaded(RayService, obj)
     if isinstance(service, list):
         return service
-    return validate_rayservice_metadata(service) + validate_rayservice_spec(service)
+    return validate_rayservice_metadata(service) + validate_rayservice_spec(
+        service, incremental_upgrade=incremental_upgrade
+    )

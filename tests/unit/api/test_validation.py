@@ -179,12 +179,6 @@ SERVICE_CASES: list[tuple[str, Mutation, str, str]] = [
     ),
     ("upgrade type", set_path("spec.upgradeStrategy", {"type": "Blue"}), "spec.upgradeStrategy.type", "Blue"),
     (
-        "incremental upgrade",
-        set_path("spec.upgradeStrategy", {"type": "NewClusterWithIncrementalUpgrade"}),
-        "spec.upgradeStrategy.type",
-        "not supported",
-    ),
-    (
         "negative deletion delay",
         set_path("spec.rayClusterDeletionDelaySeconds", -1),
         "spec.rayClusterDeletionDelaySeconds",
