@@ -18,6 +18,9 @@ __all__ = [
     "ENDPOINTS",
     "ENDPOINTSLICES",
     "EVENTS",
+    "GATEWAYCLASSES",
+    "GATEWAYS",
+    "HTTPROUTES",
     "INGRESSES",
     "JOBS",
     "LEASES",
@@ -91,3 +94,7 @@ CLUSTERROLEBINDINGS = Resource(
 INGRESSES = Resource("networking.k8s.io", "v1", "Ingress", "ingresses")
 JOBS = Resource("batch", "v1", "Job", "jobs")
 CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
+# Gateway API v1 (standard channel); served only where its CRDs are installed.
+GATEWAYCLASSES = Resource("gateway.networking.k8s.io", "v1", "GatewayClass", "gatewayclasses", False)
+GATEWAYS = Resource("gateway.networking.k8s.io", "v1", "Gateway", "gateways")
+HTTPROUTES = Resource("gateway.networking.k8s.io", "v1", "HTTPRoute", "httproutes")

@@ -1,4 +1,4 @@
-"""NewClusterWithIncrementalUpgrade: accepted behind its feature gate, options checked with KubeRay's messages."""
+"""NewClusterWithIncrementalUpgrade: accepted behind its feature gate; options get KubeRay's messages."""
 
 from __future__ import annotations
 
