@@ -137,7 +137,7 @@ def serve_details(ctrl: ServeController) -> dict[str, Any]:
         "grpc_options": ctrl.grpc_options,
         "proxies": proxies,
         "applications": {name: _application(ctrl, app) for name, app in ctrl.apps.items()},
-        "target_capacity": None,
+        "target_capacity": ctrl.target_capacity,
         "target_groups": [
             {"targets": targets, "route_prefix": "/", "protocol": "HTTP", "app_name": ""},
         ]

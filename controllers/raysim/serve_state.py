@@ -13,6 +13,12 @@ traceback's last line; once RUNNING an application stays RUNNING while Serve rep
 lost with a node; a scale or config change makes it DEPLOYING until the new target is reached.
 Changes to ``user_config``/``num_replicas`` are applied in place; a ``ray_actor_options`` or
 ``max_replicas_per_node`` change replaces the replicas with Serve's rolling update (a few at a time).
+
+A top-level ``target_capacity`` (percent) scales every deployment's replica target the way Ray's
+``get_capacity_adjusted_num_replicas`` does: unchanged at None or 100, 0 at 0, otherwise
+``num_replicas * target_capacity / 100`` rounded half up, at least 1. Replicas beyond the new
+target stop at once; a worker left without replicas has its proxy drained (as for any scale down).
+A PUT that changes only ``target_capacity`` rescales in place and rebuilds nothing.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import hashlib
 import itertools
 import random
 from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import orjson
@@ -29,7 +36,7 @@ from controllers.raysim.apps import AppRegistry, ImportFailure, KnownApp
 from controllers.raysim.placement import NodeView, ReplicaView, choose_node, choose_replicas_to_stop
 from controllers.raysim.schema import ServeApplicationSchema, ServeDeploySchema
 
-__all__ = ["App", "Deployment", "Node", "Replica", "ServeController", "Timings"]
+__all__ = ["App", "Deployment", "Node", "Replica", "ServeController", "Timings", "capacity_adjusted"]
 
 _LIGHTWEIGHT = {
     "num_replicas",
@@ -89,6 +96,7 @@ class Deployment:
     message: str = ""
     change: str = "UPDATING"
     replicas: list[Replica] = field(default_factory=list)
+    base_target: int = -1  # the configured replica count, before target_capacity (-1: same as target)
 
     def running(self, version: str | None = None) -> list[Replica]:
         return [
@@ -110,6 +118,18 @@ class App:
     deployments: dict[str, Deployment] = field(default_factory=dict)
 
 
+def capacity_adjusted(num_replicas: int, target_capacity: float | None) -> int:
+    """Ray's get_capacity_adjusted_num_replicas: 0 only at capacity 0 (or 0 replicas)."""
+    if target_capacity is None or target_capacity == 100:
+        return num_replicas
+    if target_capacity == 0 or num_replicas == 0:
+        return 0
+    adjusted = (Decimal(num_replicas) * Decimal(str(target_capacity)) / Decimal(100)).to_integral_value(
+        rounding=ROUND_HALF_UP
+    )
+    return max(1, int(adjusted))
+
+
 def _version(options: dict[str, Any]) -> str:
     return hashlib.sha1(orjson.dumps(options, option=orjson.OPT_SORT_KEYS)).hexdigest()[:12]
 
@@ -124,6 +144,7 @@ class ServeController:
         self.proxy_location = "EveryNode"
         self.http_options: dict[str, Any] = {}
         self.grpc_options: dict[str, Any] = {}
+        self.target_capacity: float | None = None
         self.proxies: dict[str, tuple[str, float]] = {}  # node_id -> (status, draining since)
         self.draining: set[str] = set()  # nodes being drained (their Pod is terminating)
         self._rand = random.Random(seed)
@@ -153,6 +174,7 @@ class ServeController:
         self.draining.clear()
         self.started = False
         self.http_options = {}
+        self.target_capacity = None
 
     # -- PUT / DELETE ------------------------------------------------------------------------
     def apply(self, config: ServeDeploySchema, raw: dict[str, Any], now: float, wall: float) -> None:
@@ -187,6 +209,24 @@ class ServeController:
                     self.apps[name].deployments = current.deployments
                     self.apps[name].route_prefix = current.route_prefix
                     self.apps[name].known = current.known
+        self._set_target_capacity(config.target_capacity)
+
+    def _set_target_capacity(self, value: float | None) -> None:
+        """Rescale every deployment to the (possibly new) capacity; unchanged targets stay settled."""
+        self.target_capacity = value
+        for app in self.apps.values():
+            for dep in app.deployments.values():
+                base = dep.target if dep.base_target < 0 else dep.base_target
+                dep.base_target = base
+                target = capacity_adjusted(base, value)
+                if target == dep.target:
+                    continue
+                dep.change = "UPSCALING" if target > dep.target else "DOWNSCALING"
+                dep.trigger = "AUTOSCALING"
+                dep.target = target
+                dep.settled = False
+                if app.status == "RUNNING":
+                    app.status = "DEPLOYING"
 
     def shutdown(self) -> None:
         self.reset()
@@ -288,10 +328,12 @@ class ServeController:
         version = _version(
             {"ray_actor_options": options, "max_replicas_per_node": max_per_node, "code": code}
         )
+        base = int(target or default_replicas)
         return Deployment(
             name=name,
             app=app.name,
-            target=int(target or default_replicas),
+            target=capacity_adjusted(base, self.target_capacity),
+            base_target=base,
             num_cpus=num_cpus,
             max_per_node=max_per_node,
             version=version,
