@@ -1,4 +1,4 @@
-"""Serve's top-level target_capacity on the fake cluster: replicas scaled by the percentage, proxies drained."""
+"""Serve's top-level target_capacity on the fake cluster: replicas scaled by it, proxies drained."""
 
 from collections.abc import AsyncIterator
 from typing import Any
