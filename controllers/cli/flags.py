@@ -62,6 +62,16 @@ def _positive_float(value: str) -> float:
     return number
 
 
+def _non_negative_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number {value!r}") from None
+    if not number >= 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return number
+
+
 def _namespaces(value: str) -> list[str]:
     return [ns.strip() for ns in value.split(",") if ns.strip()]
 
@@ -79,6 +89,8 @@ class OperatorFlags:
     watch_namespace: list[str] = field(default_factory=list)
     qps: float = 100.0
     burst: int = 200
+    reconcile_retry_qps: float = 10.0
+    reconcile_retry_burst: int = 100
     kubeconfig: str | None = None
     log_format: str = "json"
     log_level: str = "info"
@@ -106,6 +118,18 @@ def _add_operator_tuning(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--qps", type=_positive_float, default=100.0, help="client-side API QPS (default 100)")
     p.add_argument("--burst", type=_positive_int, default=200, help="client-side API burst (default 200)")
+    p.add_argument(
+        "--reconcile-retry-qps",
+        type=_non_negative_float,
+        default=10.0,
+        help="overall retries/s of failed reconciles per controller (default 10; 0 = per-item back-off only)",
+    )
+    p.add_argument(
+        "--reconcile-retry-burst",
+        type=_positive_int,
+        default=100,
+        help="retries allowed at once before --reconcile-retry-qps applies (default 100)",
+    )
     p.add_argument("--log-format", choices=["json", "console"], default="json")
     p.add_argument("--log-level", choices=["debug", "info", "warning", "error"], default="info")
     p.add_argument(

@@ -46,6 +46,8 @@ def build_manager(
         cache_selectors=cache_selectors(),
         # Cached Pods keep only the fields the controllers read (memory at thousands of Pods).
         cache_transforms=cache_transforms(),
+        reconcile_retry_qps=flags.reconcile_retry_qps,
+        reconcile_retry_burst=flags.reconcile_retry_burst,
     )
     manager = Manager(config, options)
     setup_raycluster(

@@ -13,8 +13,10 @@ Example (what KubeRay's RayCluster controller declares)::
     )
     await controller.run()
 
-The manager creates builders with ``Builder(name, cache, clock=..., on_complete=...)``;
-``on_complete`` receives the finished :class:`Controller` so the manager can run it. A builder
+The manager creates builders with ``Builder(name, cache, clock=..., rate_limiter_factory=...,
+on_complete=...)``: the factory makes each controller's own retry limiter from the manager's
+options (``with_options(rate_limiter=...)`` still wins), and ``on_complete`` receives the finished
+:class:`Controller` so the manager can run it. A builder
 works without a manager too (tests give it a cache and a name).
 """
 
@@ -56,6 +58,7 @@ class Builder:
         cache: CacheLike,
         *,
         clock: Clock | None = None,
+        rate_limiter_factory: Callable[[], RateLimiter] | None = None,
         on_complete: Callable[[Controller], None] | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
@@ -69,6 +72,7 @@ class Builder:
         self._watches: list[tuple[Resource, MapFn, tuple[Predicate, ...]]] = []
         self._max_concurrent_reconciles = 1
         self._rate_limiter: RateLimiter | None = None
+        self._rate_limiter_factory = rate_limiter_factory
         self._cache_sync_timeout = DEFAULT_CACHE_SYNC_TIMEOUT
         self._completed = False
 
@@ -116,7 +120,8 @@ class Builder:
             self.name,
             reconciler,
             max_concurrent_reconciles=self._max_concurrent_reconciles,
-            rate_limiter=self._rate_limiter,
+            rate_limiter=self._rate_limiter
+            or (self._rate_limiter_factory() if self._rate_limiter_factory is not None else None),
             cache_sync_timeout=self._cache_sync_timeout,
             clock=self._clock,
         )

@@ -43,6 +43,7 @@ from kuberay_py.manager.leaselock import LeaseLock
 from kuberay_py.manager.options import ManagerOptions
 from kuberay_py.manager.runnables import RunnableGroup, wait_or_timeout
 from kuberay_py.manager.servers import HTTPServer, metrics_app
+from kuberay_py.workqueue import RateLimiter, default_rate_limiter
 
 __all__ = ["LeaderElectionLost", "Manager"]
 
@@ -82,6 +83,7 @@ class Manager:
                  clock: Clock | None = None) -> None:
         self.options = options = options or ManagerOptions()
         self.clock: Clock = clock or RealClock()
+        self._retry_limiter()  # bad retry options fail here, not at the first controller
         self.client = Client(config, clock=self.clock)
         self.cache = Cache(self.client, namespaces=options.namespaces, selectors=options.cache_selectors,
                            transforms=options.cache_transforms, resync_period=options.sync_period,
@@ -133,7 +135,12 @@ class Manager:
         """A builder whose finished controller this manager runs (after winning the lease)."""
         if name in self._controllers:
             raise ValueError(f"controller name {name!r} is already used; names must be unique")
-        return Builder(name, self.cache, clock=self.clock, on_complete=self._add_controller)
+        return Builder(name, self.cache, clock=self.clock, rate_limiter_factory=self._retry_limiter,
+                       on_complete=self._add_controller)
+
+    def _retry_limiter(self) -> RateLimiter:
+        return default_rate_limiter(clock=self.clock, qps=self.options.reconcile_retry_qps,
+                                    burst=self.options.reconcile_retry_burst)
 
     def _add_controller(self, controller: Controller) -> None:
         if controller.name in self._controllers:

@@ -43,3 +43,8 @@ class ManagerOptions:
     cache_transforms: dict[Resource, Callable[[dict[str, Any]], dict[str, Any]]] | None = None
     sync_period: float | None = None
     event_buffer_size: int = 1000
+    # Each controller's retry limiter: max(per-item 5 ms -> 1000 s, an overall token bucket of
+    # reconcile_retry_qps / reconcile_retry_burst), client-go's default. qps 0 = per-item only
+    # (controller-runtime's priority queue, what KubeRay runs on).
+    reconcile_retry_qps: float = 10.0
+    reconcile_retry_burst: int = 100

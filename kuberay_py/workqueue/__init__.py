@@ -16,8 +16,8 @@ from kuberay_py.workqueue.rate_limiters import (
     ItemFastSlowRateLimiter,
     MaxOfRateLimiter,
     RateLimiter,
-    classic_rate_limiter,
     default_rate_limiter,
+    per_item_rate_limiter,
 )
 
 __all__ = [
@@ -30,6 +30,6 @@ __all__ = [
     "RateLimiter",
     "RateLimitingQueue",
     "ShutDown",
-    "classic_rate_limiter",
     "default_rate_limiter",
+    "per_item_rate_limiter",
 ]

@@ -68,8 +68,10 @@ class RateLimitingQueue(Generic[T]):
         clock: Clock | None = None,
     ) -> None:
         self.name = name
-        self.rate_limiter: RateLimiter = rate_limiter if rate_limiter is not None else default_rate_limiter()
         self._clock: Clock = clock or RealClock()
+        self.rate_limiter: RateLimiter = (
+            rate_limiter if rate_limiter is not None else default_rate_limiter(clock=self._clock)
+        )
         self._metrics = QueueMetrics(name, self._clock) if name else None
         self._tickets = itertools.count()
         # dirty: item -> priority. queued (subset of dirty, not processing): item -> heap ticket.

@@ -15,6 +15,7 @@ from prometheus_client import REGISTRY
 from kuberay_py.client import ClientConfig
 from kuberay_py.clock import FakeClock, settle
 from kuberay_py.manager import LeaderElectionLost, Manager, ManagerOptions
+from kuberay_py.workqueue import RateLimiter
 
 from .fakes import FakeLock, LeaseStore
 
@@ -233,6 +234,23 @@ def test_controller_names_must_be_unique() -> None:
     mgr.controller("dup").watches(_pods(), lambda obj: []).complete(_NoopReconciler())
     with pytest.raises(ValueError, match="already used"):
         mgr.controller("dup")
+
+
+def _retry_limiter_of(mgr: Manager, name: str) -> RateLimiter:
+    controller = mgr.controller(name).watches(_pods(), lambda obj: []).complete(_NoopReconciler())
+    return controller.queue.rate_limiter
+
+
+def test_controllers_retry_under_the_managers_overall_limit() -> None:
+    mgr = Manager(CONFIG, _options(reconcile_retry_qps=2.0, reconcile_retry_burst=3), clock=FakeClock())
+    limiter = _retry_limiter_of(mgr, "limited")
+    # Distinct failing keys: the per-item back-off alone would say 5 ms for each.
+    assert [limiter.when(k) for k in range(5)] == [0.005, 0.005, 0.005, 0.5, 1.0]
+    per_item = Manager(CONFIG, _options(reconcile_retry_qps=0), clock=FakeClock())
+    limiter = _retry_limiter_of(per_item, "free")
+    assert {limiter.when(k) for k in range(500)} == {0.005}
+    with pytest.raises(ValueError, match="burst"):
+        Manager(CONFIG, _options(reconcile_retry_burst=0), clock=FakeClock())
 
 
 def _pods() -> object:

@@ -10,9 +10,10 @@ from kuberay_py.workqueue import (
     ItemExponentialFailureRateLimiter,
     ItemFastSlowRateLimiter,
     MaxOfRateLimiter,
+    RateLimiter,
     RateLimitingQueue,
-    classic_rate_limiter,
     default_rate_limiter,
+    per_item_rate_limiter,
 )
 
 
@@ -42,10 +43,17 @@ def test_exponential_is_per_item_and_forget_resets() -> None:
     assert rl.when("a") == 0.005
 
 
-def test_default_rate_limiter_is_per_item_only() -> None:
-    rl = default_rate_limiter()
+def test_per_item_rate_limiter_has_no_overall_bucket() -> None:
+    rl = per_item_rate_limiter()
     # 500 different failing items: no overall bucket slows the 500th down.
     assert max(rl.when(i) for i in range(500)) == 0.005
+
+
+def test_default_rate_limiter_without_qps_is_per_item_only() -> None:
+    rl = default_rate_limiter(qps=0)
+    assert max(rl.when(i) for i in range(500)) == 0.005
+    with pytest.raises(ValueError, match="negative"):
+        default_rate_limiter(qps=-1)
 
 
 async def test_bucket_allows_burst_then_spaces_at_qps() -> None:
@@ -59,9 +67,9 @@ async def test_bucket_allows_burst_then_spaces_at_qps() -> None:
     assert rl.num_requeues("z") == 0
 
 
-async def test_classic_limiter_is_max_of_exponential_and_bucket() -> None:
+async def test_default_limiter_is_max_of_exponential_and_bucket() -> None:
     clock = FakeClock()
-    rl = classic_rate_limiter(clock=clock)
+    rl = default_rate_limiter(clock=clock)
     delays = [rl.when(i) for i in range(101)]
     assert delays[:100] == [0.005] * 100  # the exponential's first step dominates the burst
     assert delays[100] == pytest.approx(0.1)  # the 101st add waits for the bucket
@@ -100,3 +108,43 @@ async def test_queue_uses_the_configured_limiter() -> None:
     assert len(q) == 0
     await clock.advance(1.0)
     assert len(q) == 1
+
+
+async def _retry_times(
+    limiter: RateLimiter | None, clock: FakeClock, items: int, seconds: float
+) -> list[float]:
+    """Times of every attempt when ``items`` items fail on every attempt, for ``seconds``."""
+    q: RateLimitingQueue[int] = RateLimitingQueue(rate_limiter=limiter, clock=clock)
+    for i in range(items):
+        q.add(i)
+    attempts: list[float] = []
+
+    async def fail_everything_ready() -> None:
+        while len(q):
+            item = await q.get()
+            attempts.append(clock.now())
+            q.add_rate_limited(item)  # the attempt failed
+            q.done(item)
+
+    await fail_everything_ready()
+    for _ in range(int(seconds * 10)):
+        await clock.advance(0.1)
+        await fail_everything_ready()
+    q.shutdown()
+    return attempts
+
+
+async def test_default_queue_limiter_bounds_the_total_retry_rate_of_200_failing_items() -> None:
+    """200 items failing on every attempt: after the burst, at most 10 retries a second in total."""
+    clock = FakeClock()
+    start = clock.now()
+    attempts = await _retry_times(None, clock, 200, 60.0)
+    # The burst: 200 first tries, then the bucket's 100 tokens at 5 ms; 10/s after that.
+    after_burst = [t for t in attempts if t >= start + 1.0]
+    assert len(after_burst) > 400  # it kept retrying all minute
+    assert len(after_burst) / 59.0 <= 10.0
+    # Per-item back-off alone lets the total grow with the number of failing items.
+    clock2 = FakeClock()
+    start2 = clock2.now()
+    alone = [t for t in await _retry_times(per_item_rate_limiter(), clock2, 200, 60.0) if t >= start2 + 1.0]
+    assert len(alone) / 59.0 > 10.0
