@@ -19,6 +19,7 @@ from kuberay_py.client import AlreadyExists, ApiError, Client, resources
 from kuberay_py.clock import Clock, RealClock, format_rfc3339
 from kuberay_py.envtest.sim.addresses import AddressAllocator, random_block
 from kuberay_py.envtest.sim.endpointslices import EndpointSliceController
+from kuberay_py.envtest.sim.gateway import GatewayController
 from kuberay_py.envtest.sim.gc import GarbageCollector
 from kuberay_py.envtest.sim.kubelet import Kubelet
 from kuberay_py.envtest.sim.runtime import PodRuntime
@@ -58,6 +59,7 @@ class Simulator:
         )
         self.endpoint_slices = EndpointSliceController(client, self.cache) if endpoint_slices else None
         self.gc = GarbageCollector(client, self.cache) if garbage_collection else None
+        self.gateway = GatewayController(client, self.cache, self.addresses, clock=self.clock)
         self._ready = asyncio.Event()
 
     async def wait_ready(self) -> None:
@@ -69,6 +71,7 @@ class Simulator:
             self.endpoint_slices.register()
         if self.gc is not None:
             await self.gc.register()
+        await self.gateway.register()
         await self._ensure_node()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.kubelet.run)
@@ -76,6 +79,7 @@ class Simulator:
                 tg.start_soon(self.endpoint_slices.run)
             if self.gc is not None:
                 tg.start_soon(self.gc.run)
+            tg.start_soon(self.gateway.run)
             tg.start_soon(self.cache.run)
             await self.cache.wait_for_cache_sync()
             self._ready.set()
