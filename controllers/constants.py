@@ -18,6 +18,8 @@ from kuberay_py.client.resources import Resource
 # --------------------------------------------------------------------------------------------
 RAYCLUSTERS: Final = Resource("ray.io", "v1", "RayCluster", "rayclusters")
 RAYSERVICES: Final = Resource("ray.io", "v1", "RayService", "rayservices")
+RAYJOBS: Final = Resource("ray.io", "v1", "RayJob", "rayjobs")
+RAYCRONJOBS: Final = Resource("ray.io", "v1", "RayCronJob", "raycronjobs")
 
 # The Pod informer caches only Ray Pods (KubeRay #4761): memory scales with Ray Pods, not the cluster.
 POD_CACHE_SELECTOR: Final = "ray.io/node-type in (head,worker,redis-cleanup)"

@@ -1,7 +1,8 @@
-"""Generate the RayCluster and RayService CRDs from the models.
+"""Generate the RayCluster, RayService, RayJob and RayCronJob CRDs from the models.
 
-``python -m controllers.api.crdgen [--out DIR]`` writes ``ray.io_rayclusters.yaml`` and
-``ray.io_rayservices.yaml`` (default ``config/crd/bases``); ``--check`` exits 1 when the files
+``python -m controllers.api.crdgen [--out DIR]`` writes ``ray.io_rayclusters.yaml``,
+``ray.io_rayservices.yaml``, ``ray.io_rayjobs.yaml`` and ``ray.io_raycronjobs.yaml`` (default
+``config/crd/bases``); ``--check`` exits 1 when the files
 in DIR differ from what the models produce. ``generate_crds()`` / ``write_crds(out_dir)`` are
 the library entry points the CLI (``kuberay-operator crds``) calls.
 
@@ -31,11 +32,17 @@ import yaml
 from controllers.api.base import ApiModel, K8s, Schema
 from controllers.api.k8s_schema import INT_OR_STRING, K8sSchemaBuilder
 from controllers.api.raycluster import GROUP, VERSION, RayCluster
+from controllers.api.rayjob import RayCronJob, RayJob
 from controllers.api.rayservice import RayService
 
 __all__ = ["CRD_FILES", "crd_to_yaml", "generate_crds", "main", "model_schema", "write_crds"]
 
-CRD_FILES = ("ray.io_rayclusters.yaml", "ray.io_rayservices.yaml")
+CRD_FILES = (
+    "ray.io_rayclusters.yaml",
+    "ray.io_rayservices.yaml",
+    "ray.io_rayjobs.yaml",
+    "ray.io_raycronjobs.yaml",
+)
 GENERATOR_ANNOTATION = "kuberay-py.ray.io/generated-by"
 GENERATOR_COMMAND = "python -m controllers.api.crdgen"
 
@@ -172,6 +179,21 @@ RAYSERVICE_COLUMNS: list[dict[str, Any]] = [
     {"jsonPath": ".status.serviceStatus", "name": "service status", "type": "string"},
     {"jsonPath": ".status.numServeEndpoints", "name": "num serve endpoints", "type": "string"},
 ]
+RAYJOB_COLUMNS: list[dict[str, Any]] = [
+    {"jsonPath": ".status.jobStatus", "name": "job status", "type": "string"},
+    {"jsonPath": ".status.jobDeploymentStatus", "name": "deployment status", "type": "string"},
+    {"jsonPath": ".status.rayClusterName", "name": "ray cluster name", "type": "string"},
+    {"jsonPath": ".status.startTime", "name": "start time", "type": "string"},
+    {"jsonPath": ".status.endTime", "name": "end time", "type": "string"},
+    {"jsonPath": ".metadata.creationTimestamp", "name": "age", "type": "date"},
+]
+RAYCRONJOB_COLUMNS: list[dict[str, Any]] = [
+    {"jsonPath": ".spec.schedule", "name": "schedule", "type": "string"},
+    {"jsonPath": ".spec.timeZone", "name": "timezone", "type": "string"},
+    {"jsonPath": ".status.lastScheduleTime", "name": "last schedule", "type": "date"},
+    {"jsonPath": ".metadata.creationTimestamp", "name": "age", "type": "date"},
+    {"jsonPath": ".spec.suspend", "name": "suspend", "type": "boolean"},
+]
 
 
 def _crd(kind: str, schema: dict[str, Any], columns: list[dict[str, Any]]) -> dict[str, Any]:
@@ -208,11 +230,13 @@ def _crd(kind: str, schema: dict[str, Any], columns: list[dict[str, Any]]) -> di
 
 
 def generate_crds(*, k8s: K8sSchemaBuilder | None = None) -> dict[str, dict[str, Any]]:
-    """File name → CRD manifest, for both kinds."""
+    """File name → CRD manifest, for every kind."""
     builder = k8s or K8sSchemaBuilder()
     return {
         CRD_FILES[0]: _crd("RayCluster", model_schema(RayCluster, k8s=builder), RAYCLUSTER_COLUMNS),
         CRD_FILES[1]: _crd("RayService", model_schema(RayService, k8s=builder), RAYSERVICE_COLUMNS),
+        CRD_FILES[2]: _crd("RayJob", model_schema(RayJob, k8s=builder), RAYJOB_COLUMNS),
+        CRD_FILES[3]: _crd("RayCronJob", model_schema(RayCronJob, k8s=builder), RAYCRONJOB_COLUMNS),
     }
 
 
@@ -230,7 +254,7 @@ def crd_to_yaml(crd: dict[str, Any]) -> str:
 
 
 def write_crds(out_dir: str | Path) -> list[Path]:
-    """Write both CRDs into ``out_dir`` (created if missing); returns the paths written."""
+    """Write every CRD into ``out_dir`` (created if missing); returns the paths written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

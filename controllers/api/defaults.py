@@ -19,6 +19,7 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from controllers.api.base import ApiModel, Schema
 from controllers.api.raycluster import RayCluster, RayClusterSpec
+from controllers.api.rayjob import RayCronJob, RayJob
 from controllers.api.rayservice import RayService
 
 __all__ = ["schema_default", "with_defaults"]
@@ -87,4 +88,9 @@ def with_defaults(obj: M) -> M:
         _ray_start_params(out.spec.ray_cluster_config if out.spec else None)
     elif isinstance(out, RayClusterSpec):
         _ray_start_params(out)
+    elif isinstance(out, RayJob):
+        _ray_start_params(out.spec.ray_cluster_spec if out.spec else None)
+    elif isinstance(out, RayCronJob):
+        template = out.spec.job_template if out.spec else None
+        _ray_start_params(template.ray_cluster_spec if template else None)
     return out

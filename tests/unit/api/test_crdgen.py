@@ -165,6 +165,9 @@ KNOWN_DIFFERENCES = {
     "spec.headGroupSpec.headService.status.loadBalancer.ingress.items.ports.items: required",
     "spec.rayClusterConfig.headGroupSpec.headService.status.loadBalancer.ingress.items.ports.items: required",
     "spec.serveService.status.loadBalancer.ingress.items.ports.items: required",
+    "spec.rayClusterSpec.headGroupSpec.headService.status.loadBalancer.ingress.items.ports.items: required",
+    "spec.jobTemplate.rayClusterSpec.headGroupSpec.headService.status.loadBalancer.ingress.items."
+    "ports.items: required",
 }
 
 

@@ -23,4 +23,9 @@ def test_crds_command_prints_the_committed_crds(capsys: pytest.CaptureFixture[st
 def test_crds_command_writes_files(tmp_path: Path) -> None:
     assert main(["crds", "--out", str(tmp_path)]) == 0
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["ray.io_rayclusters.yaml", "ray.io_rayservices.yaml"]
+    assert names == [
+        "ray.io_rayclusters.yaml",
+        "ray.io_raycronjobs.yaml",
+        "ray.io_rayjobs.yaml",
+        "ray.io_rayservices.yaml",
+    ]
