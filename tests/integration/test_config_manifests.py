@@ -97,7 +97,7 @@ def test_every_manifest_file_is_listed_in_its_kustomization() -> None:
 def test_default_install_has_every_kind_once_in_order() -> None:
     kinds = [d["kind"] for d in default_install()]
     assert kinds[0] == "Namespace" and kinds[-1] == "Deployment"
-    assert kinds.count("CustomResourceDefinition") == 2
+    assert kinds.count("CustomResourceDefinition") == 4
 
 
 async def test_config_default_applies_server_side_dry_run(k8s: Client) -> None:

@@ -399,7 +399,12 @@ async def test_kubectl_discovers_the_kinds_and_the_all_category(
 ) -> None:
     code, out = await _kubectl(crd_env, "api-resources", "--api-group=ray.io", "-o", "name")
     assert code == 0, out
-    assert set(out.split()) == {"rayclusters.ray.io", "rayservices.ray.io"}
+    assert set(out.split()) == {
+        "rayclusters.ray.io",
+        "rayservices.ray.io",
+        "rayjobs.ray.io",
+        "raycronjobs.ray.io",
+    }
     await client.create(RAYCLUSTERS, copy.deepcopy(CLUSTER), namespace=ns)
     code, out = await _kubectl(crd_env, "get", "all", "-n", ns, "-o", "name")
     assert code == 0, out
