@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT))
 
 from controllers import constants as C  # noqa: E402
 from controllers.raycluster.options import RayClusterOptions  # noqa: E402
-from controllers.raycluster.reconciler import cache_selectors, cache_transforms, setup  # noqa: E402
+from controllers.raycluster.setup import cache_selectors, cache_transforms, setup  # noqa: E402
 from kuberay_py.client import Client, load_config  # noqa: E402
 from kuberay_py.client.resources import NAMESPACES, PODS  # noqa: E402
 from kuberay_py.log import configure  # noqa: E402

@@ -19,8 +19,8 @@ import aiohttp
 import yaml
 
 from controllers import constants as c
-from controllers.raycluster.reconciler import cache_selectors, cache_transforms
-from controllers.raycluster.reconciler import setup as setup_raycluster
+from controllers.raycluster.setup import cache_selectors, cache_transforms
+from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.rayservice.reconciler import RayServiceOptions
 from controllers.rayservice.setup import RayServiceController
 from controllers.rayservice.setup import setup as setup_rayservice

@@ -15,8 +15,8 @@ import anyio
 
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.metrics import register_info_metrics
-from controllers.raycluster.reconciler import cache_selectors, cache_transforms
-from controllers.raycluster.reconciler import setup as setup_raycluster
+from controllers.raycluster.setup import cache_selectors, cache_transforms
+from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.rayservice.setup import setup as setup_rayservice
 from kuberay_py.cache import CacheNotSynced
 from kuberay_py.client import ClientConfig, Resource

@@ -30,6 +30,7 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Literal
 
 import aiohttp
 import anyio
@@ -47,6 +48,7 @@ __all__ = [
     "PROXY_HEALTH_PATH",
     "HeadProxyHealthChecker",
     "HeadTarget",
+    "HealthOutcome",
     "HealthResult",
 ]
 
@@ -78,10 +80,14 @@ class HeadTarget:
         return f"http://{host}:{self.port}{PROXY_HEALTH_PATH}"
 
 
+# What one probe of a head proxy found; also the ``result`` label of the checks-total metric.
+HealthOutcome = Literal["healthy", "unhealthy", "timeout", "error"]
+
+
 @dataclass(frozen=True)
 class HealthResult:
     healthy: bool
-    outcome: str  # healthy | unhealthy | timeout | error
+    outcome: HealthOutcome
     detail: str
     checked_at: float  # the checker clock's now() when the check started
     address: str  # ip:port that was checked
@@ -222,7 +228,7 @@ class HeadProxyHealthChecker:
         metrics.HEALTH_CHECKS_TOTAL.labels(result=outcome).inc()
         return HealthResult(healthy, outcome, detail, started, address)
 
-    async def _http_check(self, target: HeadTarget) -> tuple[bool, str, str]:
+    async def _http_check(self, target: HeadTarget) -> tuple[bool, HealthOutcome, str]:
         try:
             async with self._get_session().get(
                 target.url, timeout=aiohttp.ClientTimeout(total=self.timeout), allow_redirects=False

@@ -11,25 +11,23 @@ from __future__ import annotations
 
 import copy
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any
 
 from controllers import constants as C
 from controllers.api.names import parse_go_duration
+from controllers.common.events import write_with_events
+from controllers.common.objects import annotations_of, is_deleting, labels_of
 from controllers.raycluster import common
+from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import external_storage_namespace
 from controllers.raycluster.redis_cleanup import build_redis_cleanup_job, redis_cleanup_job_name
-from kuberay_py.client import AlreadyExists, ApiError, Client, NotFound
+from kuberay_py.client import AlreadyExists, Client, NotFound
 from kuberay_py.client.resources import JOBS, PODS
-from kuberay_py.clock import Clock
 
 __all__ = ["DEFAULT_FT_DELETION_TIMEOUT", "add_finalizer", "finalize", "needs_finalizer"]
 
 DEFAULT_FT_DELETION_TIMEOUT = 300.0
-
-
-class Recorder(Protocol):
-    def event(self, obj: dict[str, Any], type_: Any, reason: str, message: str) -> None: ...
 
 
 def needs_finalizer(cluster: dict[str, Any], options: RayClusterOptions) -> bool:
@@ -57,9 +55,7 @@ async def _remove_finalizer(client: Client, cluster: dict[str, Any]) -> None:
 
 
 def _timeout(cluster: dict[str, Any]) -> float:
-    raw = str(
-        (cluster["metadata"].get("annotations") or {}).get(C.GCS_FT_DELETION_TIMEOUT_ANNOTATION_KEY, "")
-    ).strip()
+    raw = str(annotations_of(cluster).get(C.GCS_FT_DELETION_TIMEOUT_ANNOTATION_KEY, "")).strip()
     if not raw:
         return DEFAULT_FT_DELETION_TIMEOUT
     try:
@@ -79,24 +75,18 @@ def _job_finished(job: dict[str, Any]) -> bool:
     return False
 
 
-async def finalize(
-    client: Client,
-    recorder: Recorder,
-    clock: Clock,
-    options: RayClusterOptions,
-    cluster: dict[str, Any],
-    pods: list[dict[str, Any]],
-) -> float | None:
+async def finalize(ctx: ClusterContext) -> float | None:
     """One step of the deletion flow; returns a requeue delay while work is pending, else None."""
+    client, cluster, options = ctx.client, ctx.cluster, ctx.options
     if C.GCS_FT_REDIS_CLEANUP_FINALIZER not in (cluster["metadata"].get("finalizers") or []):
         return None
-    ns, name = cluster["metadata"]["namespace"], cluster["metadata"]["name"]
+    ns, name = ctx.namespace, ctx.name
     deleted_at = datetime.fromisoformat(str(cluster["metadata"]["deletionTimestamp"]).replace("Z", "+00:00"))
-    elapsed = (clock.utcnow() - deleted_at).total_seconds()
+    elapsed = (ctx.clock.utcnow() - deleted_at).total_seconds()
     timeout = _timeout(cluster)
     if elapsed >= timeout:
         storage_ns = external_storage_namespace(cluster)
-        recorder.event(
+        ctx.recorder.event(
             cluster,
             C.WARNING,
             C.EVENT_FORCE_DELETED_STUCK_CLUSTER,
@@ -106,52 +96,38 @@ async def finalize(
         await _remove_finalizer(client, cluster)
         return None
     remaining = timeout - elapsed
-    live = [
-        p
-        for p in pods
-        if (p["metadata"].get("labels") or {}).get(C.RAY_NODE_TYPE_LABEL_KEY)
-        in (C.NODE_TYPE_HEAD, C.NODE_TYPE_WORKER)
-    ]
+    ray_types = (C.NODE_TYPE_HEAD, C.NODE_TYPE_WORKER)
+    live = [p for p in ctx.pods if labels_of(p).get(C.RAY_NODE_TYPE_LABEL_KEY) in ray_types]
     if live:
-        for node_type in (C.NODE_TYPE_HEAD, C.NODE_TYPE_WORKER):
+        for node_type in ray_types:
             if any(
-                (p["metadata"].get("labels") or {}).get(C.RAY_NODE_TYPE_LABEL_KEY) == node_type
-                and not p["metadata"].get("deletionTimestamp")
-                for p in live
+                labels_of(p).get(C.RAY_NODE_TYPE_LABEL_KEY) == node_type and not is_deleting(p) for p in live
             ):
                 await client.delete_collection(
                     PODS,
                     ns,
                     label_selector=f"{C.RAY_CLUSTER_LABEL_KEY}={name},{C.RAY_NODE_TYPE_LABEL_KEY}={node_type}",
                 )
-        if any(
-            (p["metadata"].get("labels") or {}).get(C.RAY_NODE_TYPE_LABEL_KEY) == C.NODE_TYPE_HEAD
-            for p in live
-        ):
+        if any(labels_of(p).get(C.RAY_NODE_TYPE_LABEL_KEY) == C.NODE_TYPE_HEAD for p in live):
             return min(options.redis_cleanup_poll, remaining)
     job_name = redis_cleanup_job_name(cluster)
     try:
         job = await client.get(JOBS, job_name, ns)
     except NotFound:
         try:
-            await client.create(JOBS, build_redis_cleanup_job(cluster, options), ns)
+            await write_with_events(
+                ctx.recorder,
+                cluster,
+                client.create(JOBS, build_redis_cleanup_job(cluster, options), ns),
+                failed=(
+                    C.EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
+                    f"Failed to create Job {ns}/{job_name}: {{error}}",
+                ),
+                done=(C.EVENT_CREATED_REDIS_CLEANUP_JOB, f"Created Redis cleanup Job {ns}/{job_name}"),
+                expected=(AlreadyExists,),
+            )
         except AlreadyExists:
             pass
-        except ApiError as exc:
-            recorder.event(
-                cluster,
-                C.WARNING,
-                C.EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
-                f"Failed to create Job {ns}/{job_name}: {exc}",
-            )
-            raise
-        else:
-            recorder.event(
-                cluster,
-                C.NORMAL,
-                C.EVENT_CREATED_REDIS_CLEANUP_JOB,
-                f"Created Redis cleanup Job {ns}/{job_name}",
-            )
         return min(options.redis_cleanup_poll, remaining)
     if _job_finished(job):
         await _remove_finalizer(client, cluster)

@@ -8,19 +8,9 @@ fields and drops the rest, and interns the strings repeated across Pods (namespa
 values, owner references, container and port names, phases, condition types) so thousands of Pods
 share one copy of each.
 
-What is kept, and who reads it (update both when a controller starts reading a new Pod field):
-
-* ``metadata``: name, namespace, uid, resourceVersion (store key, relist diff), labels (selectors,
-  node type, group, replica index, serve label), annotations, ownerReferences (``owns()`` and the
-  owner index), deletionTimestamp (live vs terminating), creationTimestamp (newest head),
-  generateName (expectations), finalizers, generation, deletionGracePeriodSeconds.
-* ``spec``: restartPolicy and each container's name (terminal-Pod rule), each container's ports
-  (serve and dashboard ports of the head), the ``RAY_AUTH_*`` env entries (RayService's dashboard
-  token), nodeName.
-* ``status``: phase, podIP(s), hostIP, startTime, reason, message, the ``Ready`` condition (the
-  only one read; any other condition is kept while it is not ``True``, e.g. ``PodScheduled=False``
-  with its ``Unschedulable`` reason), and per container status name, ready, started, restartCount
-  and state (HeadPodReady's reason).
+What is kept is :class:`controllers.common.pods.SlimPod` (its fields say who reads them): the
+tuples below are derived from those TypedDicts, so a controller that starts reading a new Pod
+field adds it to the shape and this transform keeps it.
 
 Cached Pods are therefore partial: the controllers only ever patch, delete or
 delete-collection Pods, never ``update`` one (that would clear every dropped field).
@@ -31,6 +21,9 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from controllers.common.pods import ContainerStatus, PodMetadata, PodSpec, PodStatus
+from kuberay_py.objects import Obj
+
 __all__ = ["AUTH_ENV_PREFIX", "slim_pod"]
 
 # The env of the Ray container that RayService's dashboard client reads (RAY_AUTH_MODE,
@@ -39,20 +32,16 @@ AUTH_ENV_PREFIX = "RAY_AUTH_"
 
 # Unique per Pod, so not interned (interning would only add an entry to the interned table).
 _METADATA_UNIQUE = ("name", "uid", "resourceVersion", "creationTimestamp", "deletionTimestamp")
-_METADATA_SHARED = (
-    "generateName",
-    "namespace",
-    "generation",
-    "deletionGracePeriodSeconds",
-    "finalizers",
+# Mappings and lists, interned as a whole when present and non-empty.
+_METADATA_NESTED = ("labels", "annotations", "ownerReferences")
+_METADATA_SHARED = tuple(
+    k for k in PodMetadata.__annotations__ if k not in _METADATA_UNIQUE and k not in _METADATA_NESTED
 )
-_SPEC_KEPT = ("restartPolicy", "nodeName")
-_STATUS_KEPT = ("phase", "podIP", "podIPs", "hostIP", "startTime", "reason", "message")
-_CONTAINER_STATUS_KEPT = ("name", "ready", "started", "restartCount", "state")
+_SPEC_KEPT = tuple(k for k in PodSpec.__annotations__ if k != "containers")
+_STATUS_KEPT = tuple(k for k in PodStatus.__annotations__ if k not in ("conditions", "containerStatuses"))
+_CONTAINER_STATUS_KEPT = tuple(ContainerStatus.__annotations__)
 # Strings longer than this (e.g. a last-applied-configuration annotation) are not worth interning.
 _INTERN_MAX = 128
-
-Obj = dict[str, Any]
 
 
 def _intern(value: Any) -> Any:
@@ -107,7 +96,7 @@ def slim_pod(pod: Obj) -> Obj:
     if isinstance(metadata, dict):
         meta: Obj = {k: metadata[k] for k in _METADATA_UNIQUE if k in metadata}
         meta.update((k, _intern(metadata[k])) for k in _METADATA_SHARED if k in metadata)
-        for key in ("labels", "annotations", "ownerReferences"):
+        for key in _METADATA_NESTED:
             if metadata.get(key):
                 meta[key] = _intern(metadata[key])
         out["metadata"] = meta

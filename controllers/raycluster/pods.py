@@ -11,28 +11,26 @@ from __future__ import annotations
 import secrets
 import string
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
 
 import anyio
 
 from controllers import constants as C
+from controllers.common.conditions import is_condition_true
+from controllers.common.events import write_with_events
+from controllers.common.objects import annotations_of, labels_of
+from controllers.common.pods import live_pods
 from controllers.raycluster import common
-from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.pod import build_head_pod, build_worker_pod
 from controllers.raycluster.scaling import plan_group, should_delete_pod
-from kuberay_py.client import ApiError, Client, NotFound
+from kuberay_py.client import ApiError, NotFound
 from kuberay_py.client.resources import PODS
-from kuberay_py.controller import Expectations
 from kuberay_py.log import get_logger
+from kuberay_py.objects import Obj
 
-__all__ = ["PodPhase", "ReplicaFailure"]
+__all__ = ["ReplicaFailure", "delete_all_pods", "reconcile_pods"]
 
 log = get_logger("controllers.raycluster")
-
-
-class Recorder(Protocol):
-    def event(self, obj: dict[str, Any], type_: Any, reason: str, message: str) -> None: ...
 
 
 class ReplicaFailure(Exception):
@@ -44,215 +42,194 @@ class ReplicaFailure(Exception):
         self.message = message
 
 
-@dataclass
-class PodPhase:
-    client: Client
-    recorder: Recorder
-    expectations: Expectations
-    options: RayClusterOptions
+# head? -> (Normal event, Warning event, ReplicaFailure reason)
+_DELETE_NAMES = {
+    True: (C.EVENT_DELETED_HEAD_POD, C.EVENT_FAILED_TO_DELETE_HEAD_POD, C.REASON_FAILED_DELETE_HEAD_POD),
+    False: (
+        C.EVENT_DELETED_WORKER_POD,
+        C.EVENT_FAILED_TO_DELETE_WORKER_POD,
+        C.REASON_FAILED_DELETE_WORKER_POD,
+    ),
+}
+# head? -> (ReplicaFailure reason, Warning event, Normal event)
+_CREATE_NAMES = {
+    True: (C.REASON_FAILED_CREATE_HEAD_POD, C.EVENT_FAILED_TO_CREATE_HEAD_POD, C.EVENT_CREATED_HEAD_POD),
+    False: (
+        C.REASON_FAILED_CREATE_WORKER_POD,
+        C.EVENT_FAILED_TO_CREATE_WORKER_POD,
+        C.EVENT_CREATED_WORKER_POD,
+    ),
+}
 
-    def _key(self, cluster: dict[str, Any]) -> str:
-        return f"{cluster['metadata']['namespace']}/{cluster['metadata']['name']}"
 
-    async def _delete(
-        self, cluster: dict[str, Any], pod: dict[str, Any], ok: str, failed: str, why: str
-    ) -> None:
-        name = pod["metadata"]["name"]
+async def reconcile_pods(ctx: ClusterContext) -> None:
+    """Bring the head and every worker group to the spec; suspend deletes them all."""
+    key = ctx.key
+    if not ctx.expectations.satisfied(key):
+        log.debug(
+            "waiting for the cache to catch up with our writes", key=key, **ctx.expectations.pending(key)
+        )
+        return
+    spec = common.spec(ctx.cluster)
+    if is_condition_true((ctx.cluster.get("status") or {}).get("conditions"), C.COND_RAYCLUSTER_SUSPENDING):
+        await delete_all_pods(ctx, f"{C.RAY_CLUSTER_LABEL_KEY}={ctx.name}")
+        return
+    if spec.get("suspend"):
+        return  # the status records RayClusterSuspending first; Pods go in the next round
+    by_type: dict[str, list[Obj]] = {}
+    for pod in live_pods(ctx.pods):
+        by_type.setdefault(labels_of(pod).get(C.RAY_NODE_TYPE_LABEL_KEY, ""), []).append(pod)
+    await _reconcile_head(ctx, by_type.get(C.NODE_TYPE_HEAD, []))
+    workers = by_type.get(C.NODE_TYPE_WORKER, [])
+    failure: ReplicaFailure | None = None
+    for group in spec.get("workerGroupSpecs") or []:
+        group_pods = [
+            p for p in workers if labels_of(p).get(C.RAY_NODE_GROUP_LABEL_KEY) == group.get("groupName")
+        ]
         try:
-            await self.client.delete(PODS, name, pod["metadata"]["namespace"])
-        except NotFound:
-            return
-        except ApiError as exc:
-            self.recorder.event(cluster, C.WARNING, failed, f"Failed to delete Pod {name}: {exc}")
-            reason = (
-                C.REASON_FAILED_DELETE_HEAD_POD
-                if failed == C.EVENT_FAILED_TO_DELETE_HEAD_POD
-                else (C.REASON_FAILED_DELETE_WORKER_POD)
-            )
-            raise ReplicaFailure(reason, str(exc)) from exc
-        self.expectations.expect_deleted(self._key(cluster), pod)
-        self.recorder.event(
-            cluster, C.NORMAL, ok, f"Deleted Pod {pod['metadata']['namespace']}/{name}. {why}".strip()
-        )
+            await _reconcile_group(ctx, group, group_pods)
+        except ReplicaFailure as exc:
+            failure = failure or exc
+    if failure is not None:
+        raise failure
 
-    async def _create(
-        self, cluster: dict[str, Any], body: dict[str, Any], head: bool, *, announce: bool = True
-    ) -> str:
+
+async def delete_all_pods(ctx: ClusterContext, selector: str) -> None:
+    """Suspend: one DeleteCollection, then expect every live Pod to go."""
+    live = live_pods(ctx.pods)
+    if not live:
+        return
+    try:
+        await write_with_events(
+            ctx.recorder,
+            ctx.cluster,
+            ctx.client.delete_collection(PODS, ctx.namespace, label_selector=selector),
+            failed=(C.EVENT_FAILED_TO_DELETE_POD_COLLECTION, "{error}"),
+            done=(C.EVENT_DELETED_POD, f"Deleted {len(live)} Pods matching {selector}"),
+        )
+    except ApiError as exc:
+        raise ReplicaFailure(C.REASON_FAILED_DELETE_ALL_PODS, str(exc)) from exc
+    for pod in live:
+        ctx.expectations.expect_deleted(ctx.key, pod)
+
+
+async def _reconcile_head(ctx: ClusterContext, heads: list[Obj]) -> None:
+    if len(heads) > 1:
+        names = ", ".join(sorted(p["metadata"]["name"] for p in heads))
+        raise ReplicaFailure(
+            C.REASON_FAILED_CREATE_HEAD_POD, f"{len(heads)} head Pods found ({names}); expected 1"
+        )
+    if len(heads) == 1:
+        delete, why = should_delete_pod(heads[0])
+        if delete:
+            await _delete(ctx, heads[0], head=True, why=why)
+        return
+    provisioned = is_condition_true(
+        (ctx.cluster.get("status") or {}).get("conditions"), C.COND_RAYCLUSTER_PROVISIONED
+    )
+    restart_disabled = annotations_of(ctx.cluster).get(C.DISABLE_PROVISIONED_HEAD_RESTART_KEY, "")
+    if provisioned and str(restart_disabled).lower() == "true":
+        return
+    await _create(ctx, build_head_pod(ctx.cluster, ctx.options), head=True)
+
+
+async def _reconcile_group(ctx: ClusterContext, group: Obj, pods: list[Obj]) -> None:
+    cluster, options = ctx.cluster, ctx.options
+    plan = plan_group(cluster, group, pods, random_delete=options.enable_random_pod_delete)
+    for pod in plan.delete:
+        await _delete(ctx, pod, head=False, why=plan.delete_reasons.get(pod["metadata"]["name"], ""))
+    if plan.create_replicas <= 0:
+        return
+    hosts = common.num_of_hosts(group)
+    group_name = str(group.get("groupName", ""))
+    if hosts == 1:
+        await _slow_start(ctx, plan.create_replicas, lambda: build_worker_pod(cluster, group, options))
+        return
+    index_label = C.RAY_WORKER_REPLICA_INDEX_LABEL_KEY
+    used = {int(labels_of(p)[index_label]) for p in pods if labels_of(p).get(index_label, "").isdigit()}
+    free = (i for i in range(1 << 30) if i not in used)
+    for _ in range(plan.create_replicas):
+        index = next(free)
+        replica = f"{group_name}-{_random_suffix()}"
+        for host in range(hosts):  # a replica group is created whole, host by host
+            body = build_worker_pod(
+                cluster, group, options, replica_name=replica, replica_index=index, host_index=host
+            )
+            await _create(ctx, body, head=False)
+
+
+async def _delete(ctx: ClusterContext, pod: Obj, *, head: bool, why: str) -> None:
+    name, ns = pod["metadata"]["name"], pod["metadata"]["namespace"]
+    ok, failed, reason = _DELETE_NAMES[head]
+    try:
+        await write_with_events(
+            ctx.recorder,
+            ctx.cluster,
+            ctx.client.delete(PODS, name, ns),
+            failed=(failed, f"Failed to delete Pod {name}: {{error}}"),
+            done=(ok, f"Deleted Pod {ns}/{name}. {why}".strip()),
+            expected=(NotFound,),
+        )
+    except NotFound:
+        return
+    except ApiError as exc:
+        raise ReplicaFailure(reason, str(exc)) from exc
+    ctx.expectations.expect_deleted(ctx.key, pod)
+
+
+async def _create(ctx: ClusterContext, body: Obj, *, head: bool, announce: bool = True) -> str:
+    """Create one Pod, return ``namespace/name``; ``announce=False``: the caller sends the event."""
+    role = "head" if head else "worker"
+    reason, failed, created_event = _CREATE_NAMES[head]
+    try:
+        created = await write_with_events(
+            ctx.recorder,
+            ctx.cluster,
+            ctx.client.create(PODS, body, ctx.namespace),
+            failed=(failed, f"Failed to create {role} Pod: {{error}}"),
+        )
+    except ApiError as exc:
+        raise ReplicaFailure(reason, str(exc)) from exc
+    ctx.expectations.expect_created(ctx.key, created)
+    name = f"{created['metadata']['namespace']}/{created['metadata']['name']}"
+    if announce:
+        ctx.recorder.event(ctx.cluster, C.NORMAL, created_event, f"Created {role} Pod {name}")
+    return name
+
+
+async def _slow_start(ctx: ClusterContext, count: int, make: Callable[[], Obj]) -> None:
+    """Create ``count`` worker Pods in doubling batches; stop at the first failing batch.
+
+    One ``CreatedWorkerPod`` event per batch names every Pod in it (KubeRay sends one per Pod;
+    the event writes would otherwise eat half of the client's QPS budget while scaling).
+    """
+    done, batch = 0, 1
+    errors: list[ReplicaFailure] = []
+    names: list[str] = []
+
+    async def one() -> None:
         try:
-            created = await self.client.create(PODS, body, cluster["metadata"]["namespace"])
-        except ApiError as exc:
-            reason, event = (
-                (C.REASON_FAILED_CREATE_HEAD_POD, C.EVENT_FAILED_TO_CREATE_HEAD_POD)
-                if head
-                else (C.REASON_FAILED_CREATE_WORKER_POD, C.EVENT_FAILED_TO_CREATE_WORKER_POD)
-            )
-            self.recorder.event(
-                cluster, C.WARNING, event, f"Failed to create {'head' if head else 'worker'} Pod: {exc}"
-            )
-            raise ReplicaFailure(reason, str(exc)) from exc
-        self.expectations.expect_created(self._key(cluster), created)
-        name = f"{created['metadata']['namespace']}/{created['metadata']['name']}"
-        if announce:
-            self.recorder.event(
-                cluster,
-                C.NORMAL,
-                C.EVENT_CREATED_HEAD_POD if head else C.EVENT_CREATED_WORKER_POD,
-                f"Created {'head' if head else 'worker'} Pod {name}",
-            )
-        return name
+            names.append(await _create(ctx, make(), head=False, announce=False))
+        except ReplicaFailure as exc:
+            errors.append(exc)
 
-    async def _slow_start(
-        self, cluster: dict[str, Any], count: int, make: Callable[[], dict[str, Any]]
-    ) -> None:
-        """Create ``count`` worker Pods in doubling batches; stop at the first failing batch.
-
-        One ``CreatedWorkerPod`` event per batch names every Pod in it (KubeRay sends one per Pod;
-        the event writes would otherwise eat half of the client's QPS budget while scaling).
-        """
-        done, batch = 0, 1
-        errors: list[ReplicaFailure] = []
-        names: list[str] = []
-
-        async def one() -> None:
-            try:
-                names.append(await self._create(cluster, make(), head=False, announce=False))
-            except ReplicaFailure as exc:
-                errors.append(exc)
-
-        while done < count:
-            size = min(batch, count - done)
-            names.clear()
-            async with anyio.create_task_group() as tg:
-                for _ in range(size):
-                    tg.start_soon(one)
-            if names:
-                message = (
-                    f"Created worker Pod {names[0]}"
-                    if len(names) == 1
-                    else f"Created {len(names)} worker Pods: {', '.join(sorted(names))}"
-                )
-                self.recorder.event(cluster, C.NORMAL, C.EVENT_CREATED_WORKER_POD, message)
-            if errors:
-                raise errors[0]
-            done += size
-            batch *= 2
-
-    async def delete_all(self, cluster: dict[str, Any], pods: list[dict[str, Any]], selector: str) -> None:
-        """Suspend: one DeleteCollection, then expect every live Pod to go."""
-        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-        if not live:
-            return
-        try:
-            await self.client.delete_collection(
-                PODS, cluster["metadata"]["namespace"], label_selector=selector
+    while done < count:
+        size = min(batch, count - done)
+        names.clear()
+        async with anyio.create_task_group() as tg:
+            for _ in range(size):
+                tg.start_soon(one)
+        if names:
+            message = (
+                f"Created worker Pod {names[0]}"
+                if len(names) == 1
+                else f"Created {len(names)} worker Pods: {', '.join(sorted(names))}"
             )
-        except ApiError as exc:
-            self.recorder.event(cluster, C.WARNING, C.EVENT_FAILED_TO_DELETE_POD_COLLECTION, str(exc))
-            raise ReplicaFailure(C.REASON_FAILED_DELETE_ALL_PODS, str(exc)) from exc
-        for pod in live:
-            self.expectations.expect_deleted(self._key(cluster), pod)
-        self.recorder.event(
-            cluster, C.NORMAL, C.EVENT_DELETED_POD, f"Deleted {len(live)} Pods matching {selector}"
-        )
-
-    async def reconcile(self, cluster: dict[str, Any], pods: list[dict[str, Any]]) -> None:
-        name = cluster["metadata"]["name"]
-        key = self._key(cluster)
-        if not self.expectations.satisfied(key):
-            log.debug(
-                "waiting for the cache to catch up with our writes", key=key, **self.expectations.pending(key)
-            )
-            return
-        spec = common.spec(cluster)
-        conditions = (cluster.get("status") or {}).get("conditions") or []
-        suspending = any(
-            c.get("type") == C.COND_RAYCLUSTER_SUSPENDING and c.get("status") == "True" for c in conditions
-        )
-        if suspending:
-            await self.delete_all(cluster, pods, f"{C.RAY_CLUSTER_LABEL_KEY}={name}")
-            return
-        if spec.get("suspend"):
-            return  # the status records RayClusterSuspending first; Pods go in the next round
-        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-        by_type: dict[str, list[dict[str, Any]]] = {}
-        for pod in live:
-            by_type.setdefault(
-                (pod["metadata"].get("labels") or {}).get(C.RAY_NODE_TYPE_LABEL_KEY, ""), []
-            ).append(pod)
-        await self._reconcile_head(cluster, by_type.get(C.NODE_TYPE_HEAD, []))
-        workers = by_type.get(C.NODE_TYPE_WORKER, [])
-        failure: ReplicaFailure | None = None
-        for group in spec.get("workerGroupSpecs") or []:
-            group_pods = [
-                p
-                for p in workers
-                if (p["metadata"].get("labels") or {}).get(C.RAY_NODE_GROUP_LABEL_KEY)
-                == group.get("groupName")
-            ]
-            try:
-                await self._reconcile_group(cluster, group, group_pods)
-            except ReplicaFailure as exc:
-                failure = failure or exc
-        if failure is not None:
-            raise failure
-
-    async def _reconcile_head(self, cluster: dict[str, Any], heads: list[dict[str, Any]]) -> None:
-        if len(heads) > 1:
-            names = ", ".join(sorted(p["metadata"]["name"] for p in heads))
-            raise ReplicaFailure(
-                C.REASON_FAILED_CREATE_HEAD_POD, f"{len(heads)} head Pods found ({names}); expected 1"
-            )
-        if len(heads) == 1:
-            delete, why = should_delete_pod(heads[0])
-            if delete:
-                await self._delete(
-                    cluster, heads[0], C.EVENT_DELETED_HEAD_POD, C.EVENT_FAILED_TO_DELETE_HEAD_POD, why
-                )
-            return
-        annotations = cluster["metadata"].get("annotations") or {}
-        provisioned = any(
-            c.get("type") == C.COND_RAYCLUSTER_PROVISIONED and c.get("status") == "True"
-            for c in (cluster.get("status") or {}).get("conditions") or []
-        )
-        if provisioned and str(annotations.get(C.DISABLE_PROVISIONED_HEAD_RESTART_KEY, "")).lower() == "true":
-            return
-        await self._create(cluster, build_head_pod(cluster, self.options), head=True)
-
-    async def _reconcile_group(
-        self, cluster: dict[str, Any], group: dict[str, Any], pods: list[dict[str, Any]]
-    ) -> None:
-        plan = plan_group(cluster, group, pods, random_delete=self.options.enable_random_pod_delete)
-        for pod in plan.delete:
-            await self._delete(
-                cluster,
-                pod,
-                C.EVENT_DELETED_WORKER_POD,
-                C.EVENT_FAILED_TO_DELETE_WORKER_POD,
-                plan.delete_reasons.get(pod["metadata"]["name"], ""),
-            )
-        if plan.create_replicas <= 0:
-            return
-        hosts = common.num_of_hosts(group)
-        group_name = str(group.get("groupName", ""))
-        if hosts == 1:
-            await self._slow_start(
-                cluster, plan.create_replicas, lambda: build_worker_pod(cluster, group, self.options)
-            )
-            return
-        used = {
-            int((p["metadata"].get("labels") or {}).get(C.RAY_WORKER_REPLICA_INDEX_LABEL_KEY, -1))
-            for p in pods
-            if (p["metadata"].get("labels") or {}).get(C.RAY_WORKER_REPLICA_INDEX_LABEL_KEY, "").isdigit()
-        }
-        free = (i for i in range(1 << 30) if i not in used)
-        for _ in range(plan.create_replicas):
-            index = next(free)
-            replica = f"{group_name}-{_random_suffix()}"
-            for host in range(hosts):  # a replica group is created whole, host by host
-                body = build_worker_pod(
-                    cluster, group, self.options, replica_name=replica, replica_index=index, host_index=host
-                )
-                await self._create(cluster, body, head=False)
+            ctx.recorder.event(ctx.cluster, C.NORMAL, C.EVENT_CREATED_WORKER_POD, message)
+        if errors:
+            raise errors[0]
+        done += size
+        batch *= 2
 
 
 def _random_suffix() -> str:

@@ -13,17 +13,20 @@ from decimal import Decimal
 from typing import Any
 
 from controllers import constants as C
+from controllers.common.conditions import (
+    Condition,
+    ConditionStatus,
+    as_condition_status,
+    find_condition,
+    is_condition_true,
+    remove_condition,
+    set_condition,
+)
+from controllers.common.pods import is_running_and_ready
 from controllers.raycluster import common
 from controllers.raycluster.quantity import Format, QuantityError, format_quantity, parse_with_format
 
-__all__ = [
-    "compute_status",
-    "find_condition",
-    "is_pod_ready",
-    "is_pod_running_and_ready",
-    "set_condition",
-    "status_differs",
-]
+__all__ = ["compute_status", "status_differs"]
 
 # Fields whose change is worth a status write (KubeRay's InconsistentRayClusterStatus plus
 # observedGeneration and the desired resources, so `kubectl get` never shows a stale spec).
@@ -44,42 +47,6 @@ _COMPARED = (
     "desiredGPU",
     "desiredTPU",
 )
-
-
-def find_condition(conditions: list[dict[str, Any]] | None, type_: str) -> dict[str, Any] | None:
-    return next((c for c in conditions or [] if c.get("type") == type_), None)
-
-
-def set_condition(
-    conditions: list[dict[str, Any]], type_: str, status: str, reason: str, message: str, now: str
-) -> None:
-    """``meta.SetStatusCondition``: lastTransitionTime moves only when the status flips."""
-    current = find_condition(conditions, type_)
-    if current is None:
-        conditions.append(
-            {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": now}
-        )
-        return
-    if current.get("status") != status:
-        current["status"] = status
-        current["lastTransitionTime"] = now
-    current["reason"] = reason
-    current["message"] = message
-
-
-def remove_condition(conditions: list[dict[str, Any]], type_: str) -> None:
-    conditions[:] = [c for c in conditions if c.get("type") != type_]
-
-
-def is_pod_ready(pod: dict[str, Any]) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
-
-
-def is_pod_running_and_ready(pod: dict[str, Any]) -> bool:
-    return (pod.get("status") or {}).get("phase") == "Running" and is_pod_ready(pod)
 
 
 def _pod_resources(template: dict[str, Any]) -> dict[str, tuple[Decimal, Format]]:
@@ -134,14 +101,15 @@ def _desired_resources(cluster: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _head_ready_condition(head: dict[str, Any] | None) -> tuple[str, str, str]:
+def _head_ready_condition(head: dict[str, Any] | None) -> tuple[ConditionStatus, str, str]:
     if head is None:
         return "False", C.REASON_HEAD_POD_NOT_FOUND, "Head Pod not found"
-    status, reason, message = "False", C.REASON_UNKNOWN, ""
+    status: ConditionStatus = "False"
+    reason, message = C.REASON_UNKNOWN, ""
     for cond in (head.get("status") or {}).get("conditions") or []:
         if cond.get("type") != "Ready":
             continue
-        status = str(cond.get("status", "False"))
+        status = as_condition_status(cond.get("status", "False"))
         message = str(cond.get("message", ""))
         reason = str(cond.get("reason") or "")
         if status == "True" and not reason:
@@ -187,7 +155,7 @@ def compute_status(
     old = cluster.get("status") or {}
     status = copy.deepcopy(old)
     spec = common.spec(cluster)
-    conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
+    conditions: list[Condition] = status.setdefault("conditions", [])
     status["observedGeneration"] = cluster["metadata"].get("generation", 0)
 
     if invalid_reason is not None:
@@ -218,20 +186,20 @@ def compute_status(
         for g in active
     )
     status["maxWorkerReplicas"] = min(status["maxWorkerReplicas"], 2147483647)
-    status["readyWorkerReplicas"] = sum(1 for p in workers if is_pod_running_and_ready(p))
+    status["readyWorkerReplicas"] = sum(1 for p in workers if is_running_and_ready(p))
     status["availableWorkerReplicas"] = sum(
         1 for p in workers if (p.get("status") or {}).get("phase") == "Running"
     )
     status.update(_desired_resources(cluster))
 
     if replica_failure is not None:
-        set_condition(conditions, C.COND_REPLICA_FAILURE, "True", replica_failure[0], replica_failure[1], now)
+        set_condition(conditions, C.COND_REPLICA_FAILURE, "True", *replica_failure, now=now)
     else:
         remove_condition(conditions, C.COND_REPLICA_FAILURE)
-    set_condition(conditions, C.COND_HEAD_POD_READY, *_head_ready_condition(head), now)
+    set_condition(conditions, C.COND_HEAD_POD_READY, *_head_ready_condition(head), now=now)
 
     all_ready = len(live) == status["desiredWorkerReplicas"] + 1 and all(
-        is_pod_running_and_ready(p) for p in live
+        is_running_and_ready(p) for p in live
     )
     provisioned = find_condition(conditions, C.COND_RAYCLUSTER_PROVISIONED)
     if provisioned is None or provisioned.get("status") != "True":
@@ -242,7 +210,7 @@ def compute_status(
                 "True",
                 C.REASON_ALL_POD_RUNNING_AND_READY_FIRST_TIME,
                 "All Ray Pods are ready for the first time",
-                now,
+                now=now,
             )
         else:
             set_condition(
@@ -251,11 +219,11 @@ def compute_status(
                 "False",
                 C.REASON_RAYCLUSTER_PODS_PROVISIONING,
                 "RayCluster Pods are being provisioned for first time",
-                now,
+                now=now,
             )
 
-    suspending = (find_condition(conditions, C.COND_RAYCLUSTER_SUSPENDING) or {}).get("status") == "True"
-    suspended = (find_condition(conditions, C.COND_RAYCLUSTER_SUSPENDED) or {}).get("status") == "True"
+    suspending = is_condition_true(conditions, C.COND_RAYCLUSTER_SUSPENDING)
+    suspended = is_condition_true(conditions, C.COND_RAYCLUSTER_SUSPENDED)
     if suspending:
         if not pods:
             set_condition(
@@ -264,26 +232,28 @@ def compute_status(
                 "False",
                 C.REASON_RAYCLUSTER_PODS_PROVISIONING,
                 "RayCluster has been suspended",
-                now,
+                now=now,
             )
             set_condition(
-                conditions, C.COND_RAYCLUSTER_SUSPENDING, "False", C.COND_RAYCLUSTER_SUSPENDING, "", now
+                conditions, C.COND_RAYCLUSTER_SUSPENDING, "False", C.COND_RAYCLUSTER_SUSPENDING, "", now=now
             )
             set_condition(
-                conditions, C.COND_RAYCLUSTER_SUSPENDED, "True", C.COND_RAYCLUSTER_SUSPENDED, "", now
+                conditions, C.COND_RAYCLUSTER_SUSPENDED, "True", C.COND_RAYCLUSTER_SUSPENDED, "", now=now
             )
     elif suspended:
         if not spec.get("suspend"):
             set_condition(
-                conditions, C.COND_RAYCLUSTER_SUSPENDED, "False", C.COND_RAYCLUSTER_SUSPENDED, "", now
+                conditions, C.COND_RAYCLUSTER_SUSPENDED, "False", C.COND_RAYCLUSTER_SUSPENDED, "", now=now
             )
     elif spec.get("suspend"):
-        set_condition(conditions, C.COND_RAYCLUSTER_SUSPENDING, "True", C.COND_RAYCLUSTER_SUSPENDING, "", now)
+        set_condition(
+            conditions, C.COND_RAYCLUSTER_SUSPENDING, "True", C.COND_RAYCLUSTER_SUSPENDING, "", now=now
+        )
 
     if not reconcile_failed and all_ready and not spec.get("suspend"):
         status["state"] = C.STATE_READY
         status.pop("reason", None)
-    if (find_condition(conditions, C.COND_RAYCLUSTER_SUSPENDED) or {}).get("status") == "True":
+    if is_condition_true(conditions, C.COND_RAYCLUSTER_SUSPENDED):
         status["state"] = C.STATE_SUSPENDED
     if status.get("reason") and not reconcile_failed and invalid_reason is None:
         # A previous validation problem is fixed: drop its reason.

@@ -8,34 +8,27 @@ RayCluster or Pod watch wakes the RayService when a head appears.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Protocol
+from typing import Any
 
 from controllers import constants as c
+from controllers.common.cache import CacheReader
+from controllers.common.objects import is_deleting
+from controllers.common.pods import live_pods
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.ray.health import HeadTarget
 from controllers.raycluster.common import find_container_port
-from kuberay_py.client.resources import PODS, Resource
+from kuberay_py.client.resources import PODS
 
 __all__ = [
-    "CacheReader",
     "auth_token_source",
     "dashboard_port",
     "head_pod",
     "head_target",
     "head_targets",
-    "is_running_and_ready",
     "owning_rayservice",
     "ray_container",
     "serve_port",
 ]
-
-
-class CacheReader(Protocol):
-    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any] | None: ...
-
-    def list(
-        self, res: Resource, namespace: str | None = None, *, labels: dict[str, str] | None = None
-    ) -> list[dict[str, Any]]: ...
 
 
 def ray_container(pod: dict[str, Any]) -> dict[str, Any]:
@@ -51,22 +44,10 @@ def head_pod(cache: CacheReader, namespace: str, cluster_name: str) -> dict[str,
         namespace,
         labels={c.RAY_CLUSTER_LABEL_KEY: cluster_name, c.RAY_NODE_TYPE_LABEL_KEY: c.NODE_TYPE_HEAD},
     )
-    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    live = live_pods(pods)
     if not live:
         return None
     return max(live, key=lambda p: p["metadata"].get("creationTimestamp") or "")
-
-
-def is_running_and_ready(pod: dict[str, Any] | None) -> bool:
-    if pod is None or pod["metadata"].get("deletionTimestamp"):
-        return False
-    status = pod.get("status") or {}
-    if status.get("phase") != "Running":
-        return False
-    return any(
-        cond.get("type") == "Ready" and cond.get("status") == "True"
-        for cond in status.get("conditions") or []
-    )
 
 
 def serve_port(pod: dict[str, Any]) -> int:
@@ -89,7 +70,7 @@ def head_target(pod: dict[str, Any], owner: str) -> HeadTarget | None:
     """What to probe for this head Pod; None until it has an IP and runs."""
     status = pod.get("status") or {}
     ip = status.get("podIP")
-    if not ip or status.get("phase") != "Running" or pod["metadata"].get("deletionTimestamp"):
+    if not ip or status.get("phase") != "Running" or is_deleting(pod):
         return None
     meta = pod["metadata"]
     return HeadTarget(

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from controllers import constants as c
+from controllers.common.cache import CacheReader
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import HeadProxyHealthChecker
-from controllers.rayservice import heads
 from controllers.rayservice.serve import ServeConfigCache
 from kuberay_py.client import Client
 from kuberay_py.clock import Clock
@@ -46,7 +46,7 @@ class PhaseBase:
     """State the phases read; set by :class:`RayServiceReconciler.__init__`."""
 
     client: Client
-    cache: heads.CacheReader
+    cache: CacheReader
     recorder: EventRecorderLike
     dashboards: DashboardClientFactory
     checker: HeadProxyHealthChecker

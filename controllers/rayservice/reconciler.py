@@ -20,11 +20,11 @@ from typing import Any
 
 from controllers import constants as c
 from controllers.api.validation import parse_initializing_timeout, validate_rayservice
+from controllers.common.cache import CacheReader
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.ray import metrics as ray_metrics
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import HeadProxyHealthChecker
-from controllers.rayservice import heads
 from controllers.rayservice.cluster import (
     cluster_spec_of,
     generate_cluster_name,
@@ -73,7 +73,7 @@ class RayServiceReconciler(SuspendPhase, ServingPhases):
     def __init__(
         self,
         client: Client,
-        cache: heads.CacheReader,
+        cache: CacheReader,
         recorder: EventRecorderLike,
         dashboard_factory: DashboardClientFactory,
         checker: HeadProxyHealthChecker,

@@ -9,6 +9,7 @@ from typing import Any
 
 from controllers import constants as c
 from controllers.api.rayservice import ServeConfigError, parse_serve_config
+from controllers.common.pods import is_running_and_ready
 from controllers.ray import metrics as ray_metrics
 from controllers.ray.dashboard import DashboardClosed, DashboardError, DashboardHTTPError
 from controllers.rayservice import heads
@@ -86,7 +87,7 @@ class ServingPhases(PhaseBase):
         ns = svc["metadata"]["namespace"]
         cluster_name = cluster["metadata"]["name"]
         pod = heads.head_pod(self.cache, ns, cluster_name)
-        if pod is None or not heads.is_running_and_ready(pod):
+        if pod is None or not is_running_and_ready(pod):
             return _ServeResult()  # the head Pod's status change wakes us up
         ip = (pod.get("status") or {}).get("podIP")
         host = f"[{ip}]" if ip and ":" in ip else ip
@@ -212,7 +213,7 @@ class ServingPhases(PhaseBase):
                 c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: c.SERVE_LABEL_TRUE,
             },
         )
-        return sum(1 for p in pods if heads.is_running_and_ready(p))
+        return sum(1 for p in pods if is_running_and_ready(p))
 
     async def _reconcile_services(self, svc: dict[str, Any], target: dict[str, Any]) -> dict[str, Any] | None:
         head = build_rayservice_head_service(svc, target)

@@ -31,10 +31,9 @@ from kuberay_py.cache.store import INDEX_NAMESPACE, INDEX_OWNER, label_index
 from kuberay_py.cache.transform import Transform, strip_managed_fields
 from kuberay_py.client import Client, Resource
 from kuberay_py.clock import Clock, RealClock
+from kuberay_py.objects import Obj
 
 __all__ = ["Cache", "CacheNotSynced"]
-
-Obj = dict[str, Any]
 
 
 class CacheNotSynced(RuntimeError):

@@ -35,12 +35,11 @@ from kuberay_py.cache.transform import Transform, safe_transform, strip_managed_
 from kuberay_py.client import Client, Resource
 from kuberay_py.clock import Clock, RealClock
 from kuberay_py.log import get_logger
+from kuberay_py.objects import Obj
 
 __all__ = ["EventHandler", "FuncHandler", "Informer"]
 
 log = get_logger("kuberay_py.cache.informer")
-
-Obj = dict[str, Any]
 
 
 @runtime_checkable

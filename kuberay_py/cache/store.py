@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable
-from typing import Any
+
+from kuberay_py.objects import Obj
 
 __all__ = ["INDEX_NAMESPACE", "INDEX_OWNER", "Store", "controller_owner_uid", "label_index", "object_key"]
 
-Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], list[str]]
 
 INDEX_NAMESPACE = "namespace"

@@ -26,12 +26,12 @@ from collections.abc import Callable
 from typing import Any
 
 from kuberay_py.log import get_logger
+from kuberay_py.objects import Obj
 
 __all__ = ["Transform", "safe_transform", "strip_managed_fields"]
 
 log = get_logger("kuberay_py.cache.transform")
 
-Obj = dict[str, Any]
 Transform = Callable[[Obj], Obj]
 
 

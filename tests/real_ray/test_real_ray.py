@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from controllers.constants import RAYSERVICES
-from controllers.raycluster.reconciler import cache_selectors
-from controllers.raycluster.reconciler import setup as setup_raycluster
+from controllers.raycluster.setup import cache_selectors
+from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.rayservice.reconciler import RayServiceOptions
 from controllers.rayservice.setup import setup as setup_rayservice
 from kuberay_py.client.resources import PODS

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
-from controllers.raycluster.reconciler import CONTROLLER_NAME as RAYCLUSTER_CONTROLLER
+from controllers.raycluster.setup import CONTROLLER_NAME as RAYCLUSTER_CONTROLLER
 
 from .conftest import (
     InProcessOperator,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
-from controllers.raycluster.reconciler import CONTROLLER_NAME as RAYCLUSTER_CONTROLLER
+from controllers.raycluster.setup import CONTROLLER_NAME as RAYCLUSTER_CONTROLLER
 from kuberay_py.client.resources import PODS
 
 from .conftest import InProcessOperator, Rig, Traffic, eventually, head_checks, rayservice, reconciles

@@ -96,11 +96,16 @@ class _Resolver:
             return None
         return value if isinstance(value, Resource) else None
 
-    def resources(self, expr: ast.expr, at: ast.AST) -> list[Resource] | None:
-        """The Resource(s) ``expr`` can be; None when the scan cannot tell."""
+    def resources(self, expr: ast.expr, at: ast.AST, depth: int = 0) -> list[Resource] | None:
+        """The Resource(s) ``expr`` can be; None when the scan cannot tell.
+
+        A parameter is followed through the helper's callers (and theirs, a few levels deep).
+        """
         found = self.constant(expr)
         if found is not None:
             return [found]
+        if depth > 3:
+            return None
         func = _enclosing_function(at, self.parents)
         if not isinstance(expr, ast.Name) or not isinstance(func, ast.FunctionDef | ast.AsyncFunctionDef):
             return None
@@ -118,10 +123,10 @@ class _Resolver:
             arg = next((k.value for k in call.keywords if k.arg == expr.id), None)
             if arg is None and index < len(call.args):
                 arg = call.args[index]
-            res = self.constant(arg) if arg is not None else None
+            res = self.resources(arg, call, depth + 1) if arg is not None else None
             if res is None:
                 return None
-            values.append(res)
+            values.extend(res)
         return values or None
 
 

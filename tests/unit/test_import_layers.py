@@ -15,12 +15,13 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PKG = ROOT / "kuberay_py"
 
-BASE = {"clock", "log", "metrics"}
+BASE = {"clock", "log", "metrics", "objects"}
 # What each top-level unit of kuberay_py may import from kuberay_py (besides itself).
 ALLOWED: dict[str, set[str]] = {
     "clock": set(),
     "log": set(),
     "metrics": set(),
+    "objects": set(),
     "client": BASE,
     "workqueue": BASE,  # deliberately no client: the queue knows nothing about the API
     "cache": BASE | {"client", "workqueue"},

@@ -18,7 +18,8 @@ import pytest_asyncio
 
 from controllers import constants as C
 from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.reconciler import RayClusterReconciler, cache_selectors, cache_transforms, setup
+from controllers.raycluster.reconciler import RayClusterReconciler
+from controllers.raycluster.setup import cache_selectors, cache_transforms, setup
 from kuberay_py.client import Client
 from kuberay_py.client.resources import PODS
 from kuberay_py.envtest import Environment

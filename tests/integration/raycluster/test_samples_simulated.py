@@ -17,7 +17,7 @@ import yaml
 
 from controllers import constants as C
 from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.reconciler import cache_selectors, setup
+from controllers.raycluster.setup import cache_selectors, setup
 from controllers.raysim import RayPodRuntime, Timings
 from kuberay_py.client import Client, NotFound, Resource
 from kuberay_py.client.resources import CONFIGMAPS, SECRETS, SERVICES

@@ -15,13 +15,14 @@ import orjson
 import pytest
 
 from controllers import constants as C
+from controllers.common.pods import is_running_and_ready
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import build_head_pod, build_worker_pod
 from controllers.raycluster.pod_cache import slim_pod
-from controllers.raycluster.reconciler import cache_transforms
 from controllers.raycluster.scaling import plan_group, should_delete_pod
 from controllers.raycluster.services import build_head_service
-from controllers.raycluster.status import compute_status, is_pod_running_and_ready
+from controllers.raycluster.setup import cache_transforms
+from controllers.raycluster.status import compute_status
 from controllers.rayservice import heads
 from kuberay_py.cache import controller_owner_uid
 from kuberay_py.client.resources import PODS
@@ -177,7 +178,7 @@ def rayservice_view(rc: Obj, pods: list[Obj]) -> Any:
     found = heads.head_pod(cache, "ns", "rc")
     per_pod = [
         (
-            heads.is_running_and_ready(p),
+            is_running_and_ready(p),
             heads.serve_port(p),
             heads.dashboard_port(p, rc),
             heads.head_target(p, "ns/svc"),
@@ -210,7 +211,7 @@ def raycluster_view(rc: Obj, pods: list[Obj]) -> Any:
     return (
         compute_status(rc, pods, build_head_service(rc), now=NOW),
         [should_delete_pod(p) for p in pods],
-        [is_pod_running_and_ready(p) for p in pods],
+        [is_running_and_ready(p) for p in pods],
         [controller_owner_uid(p) for p in pods],
         plans,
     )

@@ -384,11 +384,17 @@ async def test_deleted_cluster_leaves_no_per_cluster_memory() -> None:
     c["spec"]["enableInTreeAutoscaling"] = True
     reconciler, cache, client, _ = setup_env(c)
     await reconciler.reconcile(REQ)
-    assert reconciler._children._known and reconciler._written
+    assert "ns/rc" in reconciler.memory and not reconciler.expectations.satisfied("ns/rc")
+    client.requests.clear()
+    await reconciler.reconcile(REQ)
+    assert ("get", "Role", "rc") not in client.requests  # remembered: no GET while it lives
     cache.remove(C.RAYCLUSTERS, "ns", "rc")
     client.requests.clear()
     assert await reconciler.reconcile(REQ) == Result()
     assert client.requests == []
-    assert not reconciler._children._known and not reconciler._children._fresh
-    assert not reconciler._written and not reconciler._deferred
+    assert "ns/rc" not in reconciler.memory and len(reconciler.memory) == 0
     assert reconciler.expectations.satisfied("ns/rc")
+    # A cluster of the same name created again is checked afresh: nothing was remembered.
+    cache.put(C.RAYCLUSTERS, make_cluster() | {"spec": c["spec"]})
+    await reconciler.reconcile(REQ)
+    assert ("get", "Role", "rc") in client.requests

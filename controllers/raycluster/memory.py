@@ -1,0 +1,61 @@
+"""What the RayCluster controller remembers between reconciles, per cluster, in one place.
+
+Everything here is an optimisation over the cache, never the truth: losing it (an operator
+restart) costs a few GETs and a write, not correctness. One :meth:`Memory.forget` drops all of it
+when the RayCluster leaves the cache, so nothing grows with clusters that no longer exist.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kuberay_py.controller import Expectations
+from kuberay_py.objects import Obj
+
+__all__ = ["ClusterMemo", "Memory"]
+
+
+@dataclass
+class ClusterMemo:
+    """One RayCluster's memory; a new UID under the same name starts a fresh one."""
+
+    uid: str
+    # (kind, name) of children known to exist (GET once after start-up, then never again);
+    # an Ingress entry is ("Ingress@<generation>", name): its drift check runs once a generation.
+    known: set[tuple[str, str]] = field(default_factory=set)
+    # Services we created that the cache has not shown yet, as the API returned them.
+    fresh_services: dict[str, Obj] = field(default_factory=dict)
+    # (resourceVersion we wrote over, object the API returned): our own latest write of the
+    # RayCluster, used until the cache catches up so a lagging watch causes no 409 or rewrite.
+    written: tuple[str, Obj] | None = None
+    # Monotonic time a counter-only status change was first held back.
+    deferred_since: float | None = None
+
+    def forget_children(self) -> None:
+        self.known.clear()
+        self.fresh_services.clear()
+
+
+class Memory:
+    """Per-cluster memos plus the Pod create/delete expectations, keyed by ``namespace/name``."""
+
+    def __init__(self, expectations: Expectations) -> None:
+        self.expectations = expectations
+        self._memos: dict[str, ClusterMemo] = {}
+
+    def memo(self, key: str, uid: str) -> ClusterMemo:
+        memo = self._memos.get(key)
+        if memo is None or memo.uid != uid:
+            memo = self._memos[key] = ClusterMemo(uid)
+        return memo
+
+    def forget(self, key: str) -> None:
+        """The RayCluster ``key`` is gone: drop everything remembered about it."""
+        self._memos.pop(key, None)
+        self.expectations.delete(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._memos
+
+    def __len__(self) -> int:
+        return len(self._memos)

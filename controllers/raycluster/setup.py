@@ -1,0 +1,82 @@
+"""Wiring the RayCluster controller into a manager, and the Pod cache both controllers read.
+
+Watches: ``for_(RayCluster)`` on generation, label and annotation changes (a status write of our
+own wakes nothing), ``owns`` Pods and Services. The Pod informer also feeds the create/delete
+expectations. The manager's cache must be built with :func:`cache_selectors` (only Ray Pods and
+our own Jobs are cached, KubeRay #4761) and :func:`cache_transforms` (each cached Pod keeps only
+:class:`controllers.common.pods.SlimPod`); the RayService controller reads the same Pod cache.
+
+A new watch goes here; what a reconcile does with it goes in a phase module.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from controllers import constants as C
+from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.pod_cache import slim_pod
+from controllers.raycluster.reconciler import RayClusterReconciler
+from kuberay_py.client import Resource
+from kuberay_py.client.resources import JOBS, PODS, SERVICES
+from kuberay_py.clock import Clock
+from kuberay_py.controller import AnnotationsChanged, Expectations, GenerationChanged, LabelsChanged, or_
+from kuberay_py.objects import Obj
+
+if TYPE_CHECKING:
+    from kuberay_py.manager.manager import Manager
+
+__all__ = ["CONTROLLER_NAME", "cache_selectors", "cache_transforms", "setup"]
+
+CONTROLLER_NAME = "raycluster-controller"
+
+
+def cache_selectors() -> dict[Resource, str]:
+    """Label selectors for the manager's cache: only Ray Pods and our own Jobs (KubeRay #4761)."""
+    return {PODS: C.POD_CACHE_SELECTOR, JOBS: C.JOB_CACHE_SELECTOR}
+
+
+def cache_transforms() -> dict[Resource, Callable[[Obj], Obj]]:
+    """Cache transforms for the manager: cached Pods keep only what the controllers read.
+
+    Cached Pods are then partial (see :mod:`controllers.raycluster.pod_cache`): Pods are only
+    ever patched or deleted, never updated from the cache.
+    """
+    return {PODS: slim_pod}
+
+
+def setup(
+    manager: Manager,
+    *,
+    max_concurrent_reconciles: int = 1,
+    options: RayClusterOptions | None = None,
+    resync_period: float | None = None,
+    clock: Clock | None = None,
+) -> RayClusterReconciler:
+    """Register the RayCluster controller with a :class:`kuberay_py.manager.Manager`."""
+    opts = options or RayClusterOptions.from_env()
+    if resync_period is not None:
+        if resync_period <= 0:
+            raise ValueError(f"resync_period must be > 0, got {resync_period}")
+        opts = dataclasses.replace(opts, resync_period=resync_period)
+    expectations = Expectations(clock=clock)
+    reconciler = RayClusterReconciler(
+        manager.client,
+        manager.cache,
+        manager.event_recorder(CONTROLLER_NAME),
+        clock=clock,
+        options=opts,
+        expectations=expectations,
+    )
+    manager.cache.informer_for(PODS).add_event_handler(expectations)
+    (
+        manager.controller(CONTROLLER_NAME)
+        .for_(C.RAYCLUSTERS, predicates=[or_(GenerationChanged(), LabelsChanged(), AnnotationsChanged())])
+        .owns(PODS)
+        .owns(SERVICES)
+        .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
+        .complete(reconciler)
+    )
+    return reconciler

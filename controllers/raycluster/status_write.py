@@ -1,0 +1,145 @@
+"""The status phase of a RayCluster reconcile: when to write, what to send, and what we wrote.
+
+:func:`controllers.raycluster.status.compute_status` says what the status is; this module decides
+whether and when it goes to the API server: only when a compared field differs, counter-only
+changes held back for a short window so workers turning Ready one by one cost one write, and our
+own write remembered until the watch shows it, so a lagging cache causes no 409 and no rewrite.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from controllers import constants as C
+from controllers.common.conditions import is_condition_true
+from controllers.raycluster.context import ClusterContext
+from controllers.raycluster.memory import ClusterMemo
+from controllers.raycluster.status import status_differs
+from kuberay_py.client import Conflict, NotFound
+from kuberay_py.clock import format_rfc3339
+from kuberay_py.log import get_logger
+from kuberay_py.objects import Obj
+
+__all__ = [
+    "became_suspending",
+    "coalesce_delay",
+    "latest",
+    "remember_write",
+    "report_invalid",
+    "write_status",
+]
+
+log = get_logger("controllers.raycluster")
+
+# Status fields whose change alone is not urgent (see coalesce_delay).
+_SOFT = ("readyWorkerReplicas", "availableWorkerReplicas", "head", "endpoints", "conditions")
+
+
+def latest(memo: ClusterMemo, cached: Obj) -> Obj:
+    """The cached RayCluster, or our own newer write of it while the watch lags behind."""
+    if memo.written is None:
+        return cached
+    over_rv, obj = memo.written
+    if cached["metadata"].get("resourceVersion") == over_rv:
+        return obj
+    memo.written = None  # the cache moved on (our write or someone else's)
+    return cached
+
+
+def remember_write(memo: ClusterMemo, over: Obj, written: Obj) -> None:
+    """``written`` (as the API returned it) replaced ``over``: read it until the cache moves on."""
+    memo.written = (str(over["metadata"].get("resourceVersion", "")), written)
+
+
+def coalesce_delay(ctx: ClusterContext, new: Obj, *, urgent: bool) -> float | None:
+    """Seconds to hold back a status write that only moves counters, head details or condition
+    reasons/messages, else None.
+
+    Workers turning Ready one by one would otherwise cost one write each; state, reason,
+    conditions (HeadPodReady, Provisioned, …), desired counts and generation changes are always
+    written at once.
+    """
+    memo, old = ctx.memo, ctx.cluster.get("status")
+    window = ctx.options.status_coalesce_seconds
+    if urgent or window <= 0 or not status_differs(old, new) or status_differs(_hard(old or {}), _hard(new)):
+        memo.deferred_since = None
+        return None
+    now = ctx.clock.now()
+    if memo.deferred_since is None:
+        memo.deferred_since = now
+    remaining = memo.deferred_since + window - now
+    if remaining <= 0:
+        memo.deferred_since = None
+        return None
+    return remaining
+
+
+def _hard(status: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in status.items() if k not in _SOFT}
+    # A condition flipping status is urgent; a new reason or message alone is not.
+    out["conditions"] = sorted((c.get("type"), c.get("status")) for c in status.get("conditions") or [])
+    return out
+
+
+def became_suspending(cluster: Obj, new_status: Obj) -> bool:
+    before = (cluster.get("status") or {}).get("conditions")
+    after = new_status.get("conditions")
+    return is_condition_true(after, C.COND_RAYCLUSTER_SUSPENDING) and not is_condition_true(
+        before, C.COND_RAYCLUSTER_SUSPENDING
+    )
+
+
+def _status_body(ctx: ClusterContext, new_status: Obj) -> Obj:
+    """A ``/status`` PUT body: the cached object's metadata (its resourceVersion makes a stale
+    cache a 409, as controller-runtime's ``Status().Update``) with the new status, stamped now."""
+    new_status["lastUpdateTime"] = format_rfc3339(ctx.clock.utcnow())
+    return {
+        "apiVersion": C.RAYCLUSTERS.api_version,
+        "kind": C.RAYCLUSTERS.kind,
+        "metadata": copy.deepcopy(ctx.cluster["metadata"]),
+        "spec": ctx.cluster.get("spec"),
+        "status": new_status,
+    }
+
+
+async def write_status(ctx: ClusterContext, new_status: Obj) -> None:
+    """Write ``new_status`` when it differs from the cluster's; a 409 is raised (requeue)."""
+    if not status_differs(ctx.cluster.get("status"), new_status):
+        return
+    try:
+        written = await ctx.client.update_status(C.RAYCLUSTERS, _status_body(ctx, new_status))
+    except NotFound:
+        return
+    except Conflict:
+        ctx.memo.written = None
+        # Our cached copy is stale: the newer object is on its way through the watch.
+        log.debug("status write conflicted; a newer RayCluster will be reconciled")
+        raise
+    remember_write(ctx.memo, ctx.cluster, written)
+
+
+async def report_invalid(ctx: ClusterContext, errors: list[Any]) -> None:
+    """An invalid spec: a Warning event and ``status.reason``, once per message and generation.
+
+    Nothing is deleted and nothing requeued: the spec change that fixes it triggers a reconcile.
+    """
+    cluster = ctx.cluster
+    first = errors[0]
+    reason = {
+        "metadata": C.EVENT_INVALID_RAYCLUSTER_METADATA,
+        "status": C.EVENT_INVALID_RAYCLUSTER_STATUS,
+    }.get(first.category, C.EVENT_INVALID_RAYCLUSTER_SPEC)
+    message = "; ".join(str(e) for e in errors)
+    status = cluster.get("status") or {}
+    generation = cluster["metadata"].get("generation")
+    if status.get("reason") == message and status.get("observedGeneration") == generation:
+        return
+    ctx.recorder.event(cluster, C.WARNING, reason, message)
+    new_status = copy.deepcopy(status)
+    new_status["reason"] = message
+    new_status["observedGeneration"] = generation or 0
+    try:
+        await ctx.client.update_status(C.RAYCLUSTERS, _status_body(ctx, new_status))
+    except NotFound:
+        pass
