@@ -334,7 +334,7 @@ class Manager:
                 await self.elector.release()
         # Let events emitted during the drain reach the API server if there is time left.
         if not self._lost:
-            await wait_or_timeout([self.events.wait_idle()], remaining(), self.clock, abort=self._force)
+            await wait_or_timeout([self.events.flush()], remaining(), self.clock, abort=self._force)
         await self._event_writer.stop(0, self.clock)
         await self._caches.stop(0, self.clock)
         if not all(results):

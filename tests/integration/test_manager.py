@@ -145,7 +145,7 @@ async def test_repeated_events_are_one_events_k8s_io_object_with_a_series_count(
             recorder.event(cm, "Warning", "FailedCreate", "quota exceeded")
             await mgr.events.wait_idle()
         recorder.event(cm, "Normal", "Created", "created head pod")
-        await mgr.events.wait_idle()
+        await mgr.events.flush()  # the paced count update too
 
         events = (await k8s.list(resources.EVENTS, namespace))["items"]
         failed = [e for e in events if e["reason"] == "FailedCreate"]

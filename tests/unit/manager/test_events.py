@@ -1,8 +1,9 @@
-"""Event recorder: events.k8s.io/v1 bodies, series aggregation, bounded async buffer, failures."""
+"""Event recorder: events.k8s.io/v1 bodies, series aggregation and pacing, bounded async buffer, failures."""
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
@@ -86,11 +87,17 @@ async def test_repeats_within_the_window_patch_the_series_instead_of_creating(en
     await b.wait_idle()
     await clock.advance(30)
     rec.event(POD, "Warning", "FailedToCreate", "quota exceeded")
-    await b.wait_idle()
+    await b.wait_idle()  # the Warning's one prompt patch
+    assert [c for c, _ in client.calls] == ["create", "patch"]
     await clock.advance(30)
     rec.event(POD, "Warning", "FailedToCreate", "quota exceeded")
     await b.wait_idle()
-    assert [c for c, _ in client.calls] == ["create", "patch", "patch"]
+    assert [c for c, _ in client.calls] == ["create", "patch"] and b.deferred == 1
+    await clock.advance(359)
+    assert len(client.calls) == 2  # held until the series has been quiet for the 6 min window
+    await clock.advance(1)
+    await b.wait_idle()
+    assert [c for c, _ in client.calls] == ["create", "patch", "patch"] and b.deferred == 0
     (ev,) = client.events.values()
     assert ev["series"] == {"count": 3, "lastObservedTime": "2026-01-01T00:01:00.000000Z"}
 
@@ -121,15 +128,97 @@ async def test_repeats_during_an_inflight_write_become_one_follow_up_patch(env: 
     assert ev["series"]["count"] == 50
 
 
-async def test_different_note_reason_or_object_are_separate_events(env: Any) -> None:
+async def test_one_reason_on_one_object_is_one_event_whatever_the_notes(env: Any) -> None:
+    """client-go's series key has no note: "Created worker Pod a", "... b" are one Event."""
+    client, b, _ = env
+    rec = b.recorder("c")
+    rec.event(POD, "Normal", "CreatedWorkerPod", "Created worker Pod ns1/w-a")
+    await b.wait_idle()
+    client.gate = asyncio.Event()
+    for i in range(3):
+        rec.event(POD, "Normal", "CreatedWorkerPod", f"Created 2 worker Pods: ns1/w-{i}, ns1/w-{i}x")
+        await settle()  # the first repeat's patch is in flight; the others join one follow-up
+    client.gate.set()
+    await b.wait_idle()
+    assert [c for c, _ in client.calls] == ["create", "patch", "patch"]
+    (ev,) = client.events.values()
+    assert ev["note"] == "Created worker Pod ns1/w-a" and ev["series"]["count"] == 4
+
+
+async def test_different_reason_type_or_object_are_separate_events(env: Any) -> None:
     client, b, _ = env
     rec = b.recorder("c")
     rec.event(POD, "Normal", "A", "one")
-    rec.event(POD, "Normal", "A", "two")
+    rec.event(POD, "Normal", "B", "one")
+    rec.event(POD, "Warning", "A", "one")
+    await b.wait_idle()  # max_pending is 3 here
     other = {**POD, "metadata": {**POD["metadata"], "name": "head-1", "uid": "u-2"}}
     rec.event(other, "Normal", "A", "one")
     await b.wait_idle()
-    assert [c for c, _ in client.calls] == ["create"] * 3
+    assert [c for c, _ in client.calls] == ["create"] * 4
+
+
+async def test_a_persistent_failure_costs_one_create_one_patch_then_a_write_per_6_to_10_minutes(
+    env: Any,
+) -> None:
+    """A reconcile failing every 5 s for an hour: 720 Warnings, a handful of writes, count exact."""
+    client, b, clock = env
+    rec = b.recorder("c")
+    write_times: list[float] = []
+    for _ in range(720):
+        rec.event(POD, "Warning", "FailedToCreateHeadPod", "pods is forbidden")
+        await b.wait_idle()
+        write_times += [clock.now()] * (len(client.calls) - len(write_times))
+        await clock.advance(5.0)
+    await b.flush()
+    assert [c for c, _ in client.calls][:2] == ["create", "patch"]
+    assert all(c == "patch" for c, _ in client.calls[1:])
+    gaps = [later - earlier for earlier, later in itertools.pairwise(write_times[1:])]
+    assert gaps and min(gaps) >= 6 * 60  # after the burst's patch: at most one write per 6 minutes
+    assert len(client.calls) <= 2 + 3600 / 360 + 1  # + the final flush
+    (ev,) = client.events.values()
+    assert ev["series"]["count"] == 720
+
+
+async def test_normal_progress_steps_are_written_promptly_while_the_object_converges(env: Any) -> None:
+    """A Normal series gets three prompt patches, then one per 10 minutes (or its final count)."""
+    client, b, clock = env
+    rec = b.recorder("c")
+    rec.event(POD, "Normal", "CreatedService", "Created the service ns1/a")
+    await b.wait_idle()
+    for i in range(3):
+        await clock.advance(10.0)
+        rec.event(POD, "Normal", "CreatedService", f"Created the service ns1/{i}")
+        await b.wait_idle()
+    assert [c for c, _ in client.calls] == ["create", "patch", "patch", "patch"] and b.deferred == 0
+    await clock.advance(10.0)
+    rec.event(POD, "Normal", "CreatedService", "Created the service ns1/late")
+    await b.wait_idle()
+    assert b.deferred == 1 and len(client.calls) == 4
+
+
+async def test_flush_writes_deferred_counts_at_once(env: Any) -> None:
+    client, b, _ = env
+    rec = b.recorder("c")
+    rec.event(POD, "Warning", "A", "x")
+    await b.wait_idle()
+    rec.event(POD, "Warning", "A", "x")
+    await b.wait_idle()
+    assert len(client.calls) == 2  # the Warning's one prompt patch
+    rec.event(POD, "Warning", "A", "x")
+    await b.wait_idle()
+    assert b.deferred == 1 and len(client.calls) == 2
+    await asyncio.wait_for(b.flush(), 5)
+    assert [c for c, _ in client.calls] == ["create", "patch", "patch"] and b.pending == 0
+    (ev,) = client.events.values()
+    assert ev["series"]["count"] == 3
+
+
+def test_series_pacing_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="series_refresh"):
+        EventBroadcaster(cast(Client, FakeEventsClient()), series_coalesce=10, series_refresh=5)
+    with pytest.raises(ValueError, match="series_coalesce"):
+        EventBroadcaster(cast(Client, FakeEventsClient()), series_coalesce=-1)
 
 
 async def test_a_repeat_after_the_window_starts_a_new_event(env: Any) -> None:
@@ -186,7 +275,7 @@ async def test_an_expired_event_is_recreated_when_its_series_continues(env: Any)
     await b.wait_idle()
     client.events.clear()  # the API server's 1 h event TTL removed it
     rec.event(POD, "Normal", "A", "x")
-    await b.wait_idle()
+    await b.flush()
     assert [c for c, _ in client.calls] == ["create", "patch", "create"]
     (ev,) = client.events.values()
     assert ev["series"]["count"] == 2
