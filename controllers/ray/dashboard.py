@@ -135,7 +135,7 @@ class DashboardClient:
     async def get_serve_details(self) -> ServeDetails:
         """``GET /api/serve/applications/?api_type=declarative`` parsed into statuses."""
         url = f"{self.base_url}{SERVE_APPLICATIONS_PATH}"
-        body = await self._request("GET", url, params={"api_type": "declarative"})
+        body = await self.request("GET", url, params={"api_type": "declarative"})
         try:
             return parse_serve_details(orjson.loads(body))
         except (orjson.JSONDecodeError, ValueError) as exc:
@@ -144,11 +144,15 @@ class DashboardClient:
     async def put_serve_applications(self, config: Mapping[str, Any]) -> None:
         """``PUT /api/serve/applications/`` with the whole declarative config (Ray: 200, empty body)."""
         url = f"{self.base_url}{SERVE_APPLICATIONS_PATH}"
-        await self._request("PUT", url, data=orjson.dumps(dict(config)))
+        await self.request("PUT", url, data=orjson.dumps(dict(config)))
 
-    async def _request(
+    async def request(
         self, method: str, url: str, *, params: Mapping[str, str] | None = None, data: bytes | None = None
     ) -> bytes:
+        """One call with this client's timeout, body cap and auth header; the (capped) 2xx body.
+
+        Public so the other dashboard APIs (``controllers.ray.jobs``) share this error mapping.
+        """
         if self._session.closed:
             # aiohttp would raise a bare RuntimeError("Session is closed"), which no caller expects.
             raise DashboardClosed("dashboard client factory is closed (operator shutting down)", url)

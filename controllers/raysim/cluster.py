@@ -21,6 +21,8 @@ import orjson
 from aiohttp import web
 
 from controllers.raysim.apps import AppRegistry, respond
+from controllers.raysim.job_api import add_job_routes
+from controllers.raysim.jobs import JobTable
 from controllers.raysim.node import RayNodeSpec
 from controllers.raysim.schema import ValidationError, validate_config
 from controllers.raysim.serve_doc import serve_details
@@ -100,6 +102,7 @@ class RayClusterSim:
         self.namespace, self.name = namespace, name
         self.clock = clock
         self.controller = ServeController(registry, timings)
+        self.jobs = JobTable(clock)
         self.nodes: dict[str, _NodeRuntime] = {}
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()
@@ -128,6 +131,7 @@ class RayClusterSim:
         async with self._lock:
             if spec.is_head:
                 self.controller.reset()  # a new head means a new GCS and no Serve state
+                self.jobs.reset()  # ... and an empty job table
             self.nodes[node_id] = rt
             self.controller.add_node(node)
         self._ensure_loop()
@@ -169,6 +173,9 @@ class RayClusterSim:
         self._wake.set()  # the background loop re-plans its next deadline (replica start, drain end)
         while not self.controller.node_drained(node_id) and node_id in self.nodes:
             await self._changed.wait()  # every tick replaces and sets this event
+
+    def head_ip(self) -> str | None:
+        return next((rt.node.ip for rt in self.nodes.values() if rt.spec.is_head), None)
 
     def node_for_pod(self, pod_name: str) -> str | None:
         return next((nid for nid, rt in self.nodes.items() if rt.spec.pod_name == pod_name), None)
@@ -325,6 +332,7 @@ class RayClusterSim:
             app.router.add_get(path, get_apps)
             app.router.add_put(path, put_apps)
             app.router.add_delete(path, delete_apps)
+        add_job_routes(app, self.jobs, gate)
         return app
 
     # -- HTTP: Serve proxy ------------------------------------------------------------------------

@@ -2,19 +2,24 @@
 
 A Pod is a Ray node when it has the ``ray.io/node-type`` (head/worker) and ``ray.io/cluster`` labels
 and a container whose command runs ``ray start``; the node joins the fake cluster named by the
-label in the Pod's namespace. Other Pods run nothing (their probes fail, as they would with no
-process listening). Stopping a Pod stops its node: listeners close, its replicas are lost, and a
-stopped head takes the cluster's Serve state with it (Ray without GCS fault tolerance).
+label in the Pod's namespace. A RayJob submitter Pod (its container runs ``ray job submit`` /
+``ray job logs``) runs :func:`controllers.raysim.submitter.run_submitter` against the head it
+names, and exits with that code (``wait_exit``). Other Pods run nothing (their probes fail, as
+they would with no process listening). Stopping a Pod stops its node: listeners close, its
+replicas are lost, and a stopped head takes the cluster's Serve state with it (Ray without GCS
+fault tolerance).
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from controllers.raysim.apps import AppRegistry, default_registry
 from controllers.raysim.cluster import NodeFaults, RayClusterSim
 from controllers.raysim.node import node_spec_for_pod
 from controllers.raysim.serve_state import Timings
+from controllers.raysim.submitter import is_submitter_pod, run_submitter
 from kuberay_py.clock import Clock, RealClock
 
 __all__ = ["RayPodRuntime"]
@@ -37,10 +42,43 @@ class RayPodRuntime:
         self.auth_token = auth_token  # used when a Pod asks for token auth via a Secret reference
         self.clusters: dict[tuple[str, str], RayClusterSim] = {}
         self._pods: dict[str, tuple[tuple[str, str], str]] = {}  # pod uid -> (cluster key, node id)
+        self._submitters: dict[str, asyncio.Task[int]] = {}  # pod uid -> the running script
+        self.submitter_output: dict[tuple[str, str], list[str]] = {}  # (namespace, pod) -> stdout
+
+    def resolve(self, namespace: str, host: str) -> str | None:
+        """A dashboard host (IP, or ``<svc>.<ns>.svc...``) → the IP of the head serving it.
+
+        Service names map to clusters by KubeRay's ``<cluster>-head-svc`` convention; a custom head
+        Service name falls back to the only cluster in its namespace.
+        """
+        if host.replace(".", "").isdigit() or host in ("localhost", "127.0.0.1"):
+            return host
+        parts = host.split(".")
+        svc, ns = parts[0], parts[1] if len(parts) > 1 else namespace
+        in_ns = [c for (n, _), c in self.clusters.items() if n == ns]
+        named = [c for c in in_ns if f"{c.name}-head-svc" == svc]
+        for cluster in named or (in_ns if len(in_ns) == 1 else []):
+            ip = cluster.head_ip()
+            if ip is not None:
+                return ip
+        return None
 
     async def start(self, pod: dict[str, Any], ip: str) -> None:
         spec = node_spec_for_pod(pod, self.auth_token)
         if spec is None:
+            if is_submitter_pod(pod):
+                meta = pod.get("metadata") or {}
+                namespace = meta.get("namespace", "")
+                output = self.submitter_output.setdefault((namespace, meta.get("name", "")), [])
+                self._submitters[meta.get("uid", "")] = asyncio.get_running_loop().create_task(
+                    run_submitter(
+                        pod,
+                        clock=self.clock,
+                        resolve=lambda host: self.resolve(namespace, host),
+                        auth_token=self.auth_token,
+                        output=output,
+                    )
+                )
             return
         key = (spec.namespace, spec.cluster)
         cluster = self.clusters.get(key)
@@ -52,7 +90,17 @@ class RayPodRuntime:
         node_id = await cluster.add_node(spec, ip)
         self._pods[spec.pod_uid] = (key, node_id)
 
+    async def wait_exit(self, pod: dict[str, Any], ip: str) -> int | None:
+        """The exit code once the Pod's process ends by itself; None for Pods that run until stopped."""
+        task = self._submitters.get(pod.get("metadata", {}).get("uid", ""))
+        if task is None:
+            return None
+        return await asyncio.shield(task)
+
     async def stop(self, pod: dict[str, Any], ip: str) -> None:
+        submitter = self._submitters.pop(pod.get("metadata", {}).get("uid", ""), None)
+        if submitter is not None:
+            submitter.cancel()
         entry = self._pods.pop(pod.get("metadata", {}).get("uid", ""), None)
         if entry is None:
             return
@@ -88,6 +136,9 @@ class RayPodRuntime:
         raise KeyError(f"no Ray node runs in pod {namespace}/{pod_name}")
 
     async def close(self) -> None:
+        for task in self._submitters.values():
+            task.cancel()
+        self._submitters.clear()
         for cluster in list(self.clusters.values()):
             await cluster.close()
         self.clusters.clear()
