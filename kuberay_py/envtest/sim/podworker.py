@@ -176,6 +176,45 @@ class PodWorker:
         if not error:
             for c in spec.get("containers") or []:
                 self._start_probes(c)
+            if getattr(self.k.runtime, "wait_exit", None) is not None:
+                self.k._spawn(self._watch_exit())
+
+    async def _watch_exit(self) -> None:
+        """A runtime whose process ends by itself (``wait_exit`` → exit code): the containers
+        terminate with that code; the phase follows restartPolicy (Never: Succeeded/Failed;
+        OnFailure: restart after a failure; Always: restart), as the kubelet does."""
+        wait_exit = getattr(self.k.runtime, "wait_exit", None)
+        while wait_exit is not None and self.runtime_started and not self._deleting.is_set():
+            code = await wait_exit(self.pod, self.ip)
+            if code is None or self._deleting.is_set():
+                return
+            for tasks in self.probe_tasks.values():
+                for task in tasks:
+                    task.cancel()
+            self.probe_tasks.clear()
+            policy = (self.pod.get("spec") or {}).get("restartPolicy", "Always")
+            now = rfc3339(self.k.clock)
+            restart = policy == "Always" or (policy == "OnFailure" and code != 0)
+            await self.k.runtime.stop(self.pod, self.ip)  # type: ignore[union-attr]
+            self.runtime_started = False
+            for cs in self.containers.values():
+                if restart:
+                    cs.last_termination = {
+                        "exitCode": code,
+                        "reason": "Completed" if code == 0 else "Error",
+                        "startedAt": cs.started_at,
+                        "finishedAt": now,
+                        "containerID": cs.container_id(self.uid),
+                    }
+                    cs.restart_count += 1
+                    cs.started_at = now
+                else:
+                    cs.running, cs.ready, cs.exit_code = False, False, code
+            if restart:
+                await self.k.runtime.start(self.pod, self.ip)  # type: ignore[union-attr]
+                self.runtime_started = True
+            await self.write_status()
+            log.info("container exited", pod=f"{self.namespace}/{self.name}", exit_code=code, restart=restart)
 
     def _start_probes(self, container: dict[str, Any]) -> None:
         name = container.get("name", "")

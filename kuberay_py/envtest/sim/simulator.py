@@ -2,7 +2,8 @@
 
 envtest (like controller-runtime's) runs an API server and nothing else, so Pods never run,
 Services never get endpoints and owned objects are never collected. :class:`Simulator` adds a
-kubelet with a one-node scheduler, the EndpointSlice controller and the garbage collector. It is
+kubelet with a one-node scheduler, the EndpointSlice controller, the garbage collector and the
+batch/v1 Job controller. It is
 an ordinary API client (a :class:`~kuberay_py.client.Client` plus informers), so it works the
 same against the built-in API server and a real kube-apiserver.
 """
@@ -21,6 +22,7 @@ from kuberay_py.envtest.sim.addresses import AddressAllocator, random_block
 from kuberay_py.envtest.sim.endpointslices import EndpointSliceController
 from kuberay_py.envtest.sim.gateway import GatewayController
 from kuberay_py.envtest.sim.gc import GarbageCollector
+from kuberay_py.envtest.sim.jobs import JobController
 from kuberay_py.envtest.sim.kubelet import Kubelet
 from kuberay_py.envtest.sim.runtime import PodRuntime
 from kuberay_py.log import get_logger
@@ -43,6 +45,7 @@ class Simulator:
         node_name: str = "sim-node",
         garbage_collection: bool = True,
         endpoint_slices: bool = True,
+        job_backoff_scale: float = 1.0,
     ) -> None:
         self.client = client
         self.clock = clock or RealClock()
@@ -59,6 +62,7 @@ class Simulator:
         )
         self.endpoint_slices = EndpointSliceController(client, self.cache) if endpoint_slices else None
         self.gc = GarbageCollector(client, self.cache) if garbage_collection else None
+        self.jobs = JobController(client, self.cache, clock=self.clock, backoff_scale=job_backoff_scale)
         self.gateway = GatewayController(client, self.cache, self.addresses, clock=self.clock)
         self._ready = asyncio.Event()
 
@@ -71,10 +75,12 @@ class Simulator:
             self.endpoint_slices.register()
         if self.gc is not None:
             await self.gc.register()
+        self.jobs.register()
         await self.gateway.register()
         await self._ensure_node()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.kubelet.run)
+            tg.start_soon(self.jobs.run)
             if self.endpoint_slices is not None:
                 tg.start_soon(self.endpoint_slices.run)
             if self.gc is not None:
