@@ -7,26 +7,45 @@ Flags follow ``sigs.k8s.io/controller-runtime/pkg/internal/testing/controlplane`
 a generated service-account key pair and serving certificate in ``--cert-dir``, and client-certificate
 authentication (``--client-ca-file``) for an admin user in ``system:masters``. Certificates are made
 with the ``openssl`` command, since the ``cryptography`` package is not a dependency.
+
+The binaries must never outlive the process that started them, however it ends: a clean exit
+and an exception during start go through :meth:`ControlPlane.stop`; for SIGTERM, SIGKILL or a
+crash, each child is started in its own process group with a parent-death signal (Linux
+``PR_SET_PDEATHSIG`` = SIGKILL, set between fork and exec), so the kernel kills it when its
+parent dies. ``stop`` signals the whole group, so helpers a binary forked go too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import ctypes.util
 import os
 import shutil
+import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import aiohttp
 import structlog
 
-__all__ = ["Assets", "ControlPlane", "apiserver_args", "etcd_args", "find_assets", "free_port", "make_certs"]
+__all__ = [
+    "Assets",
+    "ControlPlane",
+    "apiserver_args",
+    "die_with_parent",
+    "etcd_args",
+    "find_assets",
+    "free_port",
+    "make_certs",
+]
 
 log = structlog.get_logger("kuberay_py.envtest.controlplane")
 
@@ -184,6 +203,33 @@ def make_certs(cert_dir: str, host: str = "127.0.0.1") -> Certs:
     return Certs(ca_crt, serving_crt, serving_key, client_crt, client_key, sa_key, sa_pub)
 
 
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent() -> Callable[[], None] | None:
+    """A ``preexec_fn`` that makes the child get SIGKILL when this process dies (Linux only).
+
+    Runs in the forked child before exec. If the parent already died in between (the child was
+    re-parented), the child kills itself rather than run unowned.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    parent = os.getpid()
+
+    def preexec() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    return preexec
+
+
+def _signal_group(proc: asyncio.subprocess.Process, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)  # the child leads its own group (start_new_session)
+
+
 def etcd_supports_no_fsync(etcd: str) -> bool:
     try:
         out = subprocess.run([etcd, "--help"], capture_output=True, text=True, timeout=10)
@@ -207,6 +253,14 @@ class ControlPlane:
     _procs: list[asyncio.subprocess.Process] = field(default_factory=list)
 
     async def start(self) -> None:
+        """Start etcd, then kube-apiserver, until ``/readyz``; on any failure nothing is left running."""
+        try:
+            await self._start()
+        except BaseException:
+            await asyncio.shield(self.stop())
+            raise
+
+    async def _start(self) -> None:
         self._dir = tempfile.mkdtemp(prefix="kuberay-envtest-")
         cert_dir = os.path.join(self._dir, "certs")
         self.certs = await asyncio.to_thread(make_certs, cert_dir, self.host)
@@ -241,7 +295,15 @@ class ControlPlane:
     async def _spawn(self, binary: str, args: list[str]) -> None:
         out = None if self.attach_output else asyncio.subprocess.DEVNULL
         log.info("envtest.spawn", binary=binary, args=args)
-        proc = await asyncio.create_subprocess_exec(binary, *args, stdout=out, stderr=out)
+        proc = await asyncio.create_subprocess_exec(
+            binary,
+            *args,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=out,
+            stderr=out,
+            start_new_session=True,  # its own process group: stop() signals helpers too
+            preexec_fn=die_with_parent(),
+        )
         self._procs.append(proc)
 
     async def _wait_http(self, url: str, ctx: ssl.SSLContext | None) -> None:
@@ -265,14 +327,17 @@ class ControlPlane:
                 await asyncio.sleep(0.1)
 
     async def stop(self) -> None:
+        """SIGTERM each process group (kube-apiserver first), SIGKILL what is left after ``stop_timeout``."""
         for proc in reversed(self._procs):
             if proc.returncode is None:
-                proc.terminate()
+                _signal_group(proc, signal.SIGTERM)
                 try:
                     await asyncio.wait_for(proc.wait(), self.stop_timeout)
                 except TimeoutError:
-                    proc.kill()
-                    await proc.wait()
+                    log.info("envtest.kill", pid=proc.pid, after_seconds=self.stop_timeout)
+            _signal_group(proc, signal.SIGKILL)  # the leader, if still there, and any helper
+            if proc.returncode is None:
+                await proc.wait()
         self._procs.clear()
         if self._dir:
             shutil.rmtree(self._dir, ignore_errors=True)

@@ -8,8 +8,12 @@ same code path a real etcd + kube-apiserver would, short of the API itself.
 from __future__ import annotations
 
 import asyncio
+import os
 import shutil
+import subprocess
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +22,7 @@ import yaml
 
 from kuberay_py.client import Client, load_config
 from kuberay_py.envtest import Environment
-from kuberay_py.envtest.controlplane import Assets
+from kuberay_py.envtest.controlplane import Assets, ControlPlane
 from kuberay_py.envtest.rest import RestError, request_json
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
@@ -115,3 +119,64 @@ async def test_rest_helper_turns_a_text_body_into_an_error_with_its_status(tmp_p
             await api.close()
     assert caught.value.status == 404
     assert "404 page not found" in str(caught.value)
+
+
+def _gone(pid: int) -> bool:
+    """No such process, or a zombie nobody reaped yet (it runs no more either way)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return True
+    return state in ("Z", "X")
+
+
+def _wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux-only")
+def test_a_sigkilled_demo_in_real_mode_leaves_no_etcd_or_apiserver_behind(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    _assets(bin_dir)  # KUBEBUILDER_ASSETS layout: bin/etcd, bin/kube-apiserver
+    pidfiles = {"etcd": tmp_path / "etcd.pid", "kube-apiserver": tmp_path / "apiserver.pid"}
+    env = dict(
+        os.environ,
+        KUBEBUILDER_ASSETS=str(bin_dir),
+        FAKE_ETCD_PIDFILE=str(pidfiles["etcd"]),
+        FAKE_APISERVER_PIDFILE=str(pidfiles["kube-apiserver"]),
+        FAKE_ETCD_IGNORE_SIGTERM="1",  # the kernel's SIGKILL must do it, not a polite SIGTERM
+    )
+    operator = Path(sys.executable).with_name("kuberay-operator")
+    demo = subprocess.Popen(
+        [str(operator), "demo", "--no-operator", "--kubeconfig-out", str(tmp_path / "kubeconfig")],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        _wait_until(lambda: all(p.exists() and p.read_text() for p in pidfiles.values()), 60, "both binaries")
+        pids = {name: int(p.read_text()) for name, p in pidfiles.items()}
+        assert not any(_gone(pid) for pid in pids.values()), pids
+    finally:
+        demo.kill()
+        demo.wait(10)
+    _wait_until(lambda: all(_gone(pid) for pid in pids.values()), 10, f"{pids} to die with the demo")
+
+
+async def test_stop_kills_a_binary_that_ignores_sigterm(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pidfile = tmp_path / "etcd.pid"
+    monkeypatch.setenv("FAKE_ETCD_PIDFILE", str(pidfile))
+    monkeypatch.setenv("FAKE_ETCD_IGNORE_SIGTERM", "1")
+    cp = ControlPlane(_assets(tmp_path), stop_timeout=0.5)
+    await cp.start()
+    pid = int(pidfile.read_text())
+    await cp.stop()
+    assert _gone(pid)
+    assert cp._procs == []

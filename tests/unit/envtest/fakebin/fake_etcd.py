@@ -1,8 +1,13 @@
-"""Stands in for etcd in tests of real mode: checks envtest's flags, answers /health."""
+"""Stands in for etcd in tests of real mode: checks envtest's flags, answers /health.
+
+``FAKE_ETCD_PIDFILE``, when set, gets this process's pid (tests check it is gone after its owner
+died). SIGTERM is ignored, as a busy etcd may: stopping must not depend on it.
+"""
 
 import argparse
 import http.server
 import os
+import signal
 import sys
 from urllib.parse import urlparse
 
@@ -16,6 +21,11 @@ p.add_argument("--help-probe", action="store_true")
 args = p.parse_args()
 assert args.listen_peer_urls == "http://localhost:0", args.listen_peer_urls
 os.makedirs(args.data_dir, exist_ok=True)
+if os.environ.get("FAKE_ETCD_PIDFILE"):
+    with open(os.environ["FAKE_ETCD_PIDFILE"], "w") as f:
+        f.write(str(os.getpid()))
+if os.environ.get("FAKE_ETCD_IGNORE_SIGTERM"):
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 url = urlparse(args.listen_client_urls)
 
 
