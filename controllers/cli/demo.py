@@ -27,6 +27,7 @@ from controllers.raysim import RayPodRuntime
 from kuberay_py import log
 from kuberay_py.client import AlreadyExists, ApiError, Client, Resource, resources
 from kuberay_py.envtest import Environment
+from kuberay_py.envtest.sim.podnetwork import PodNetworkUnavailable
 from kuberay_py.manager import Manager
 
 from .flags import DEMO_HEALTH_ADDR, DEMO_METRICS_ADDR, OperatorFlags
@@ -242,25 +243,34 @@ async def run_demo(
         env = Environment(
             [crd_dir], simulate=True, pod_runtime=RayPodRuntime(), kubeconfig_out=kubeconfig_out
         )
-        async with env, env.new_client() as client:
-            out.write(f"API server ready; kubeconfig: {env.kubeconfig_path}\n")
-            out.write(f"  try: kubectl --kubeconfig {env.kubeconfig_path} get rayclusters,rayservices -A\n")
-            try:
-                applied = [await _apply(client, obj) for obj in manifests]
-            except DemoError as err:
-                sys.stderr.write(f"kuberay-operator demo: {err}\n")
-                return 1
-            out.write(f"applied {len(applied)} object(s)\n")
-            return await _run_with_operator(
-                env,
-                client,
-                applied,
-                flags,
-                no_operator=no_operator,
-                until_ready=until_ready,
-                timeout=timeout,
-                out=out,
-            )
+        try:
+            await env.start()
+        except PodNetworkUnavailable as err:
+            sys.stderr.write(f"kuberay-operator demo: {err}\n")
+            return 1
+        try:
+            async with env.new_client() as client:
+                out.write(f"API server ready; kubeconfig: {env.kubeconfig_path}\n")
+                kubectl = f"kubectl --kubeconfig {env.kubeconfig_path}"
+                out.write(f"  try: {kubectl} get rayclusters,rayservices -A\n")
+                try:
+                    applied = [await _apply(client, obj) for obj in manifests]
+                except DemoError as err:
+                    sys.stderr.write(f"kuberay-operator demo: {err}\n")
+                    return 1
+                out.write(f"applied {len(applied)} object(s)\n")
+                return await _run_with_operator(
+                    env,
+                    client,
+                    applied,
+                    flags,
+                    no_operator=no_operator,
+                    until_ready=until_ready,
+                    timeout=timeout,
+                    out=out,
+                )
+        finally:
+            await env.stop()
 
 
 async def _run_with_operator(

@@ -28,6 +28,13 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument(
         "--tls", action="store_true", help="built-in server: HTTPS with a throw-away CA (needs openssl)"
     )
+    p.add_argument(
+        "--accept-loopback-endpoint-addresses",
+        action="store_true",
+        help="built-in server: accept loopback EndpointSlice addresses, which kube-apiserver rejects "
+        "(for a separate simulator, e.g. raysim, on a host without a pod network)",
+    )
+    p.add_argument("--pod-cidr", default=None, help="pod CIDR of --simulate's pod network (10.244.0.0/16)")
     p.add_argument("--probe-period-scale", type=float, default=1.0, help="simulator probe period multiplier")
     return p.parse_args(argv)
 
@@ -38,8 +45,13 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
         simulate=args.simulate,
         probe_period_scale=args.probe_period_scale,
         kubeconfig_out=args.kubeconfig_out,
-        server_options={"host": args.host, "port": args.port},
+        server_options={
+            "host": args.host,
+            "port": args.port,
+            "accept_loopback_endpoint_addresses": args.accept_loopback_endpoint_addresses,
+        },
         tls=args.tls,
+        pod_cidr=args.pod_cidr,
     )
     async with env:
         mode = "real kube-apiserver" if env.real else "built-in API server"

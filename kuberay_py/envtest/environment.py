@@ -36,6 +36,7 @@ from .rest import RestError, request_json
 
 if TYPE_CHECKING:
     from kuberay_py.client import Client, ClientConfig
+    from kuberay_py.envtest.sim.podnetwork import PodNetwork
 
 __all__ = ["Environment", "uses_real_apiserver"]
 
@@ -69,6 +70,7 @@ class Environment:
         kubeconfig_out: str | None = None,
         assets: Assets | None = None,
         tls: bool = False,
+        pod_cidr: str | None = None,
     ) -> None:
         self.crd_paths = list(crd_paths)
         self.simulate = simulate
@@ -82,6 +84,8 @@ class Environment:
         self._kubeconfig_out = kubeconfig_out
         self._assets = assets
         self.tls = tls
+        self.pod_cidr = pod_cidr
+        self._pod_networks: list[PodNetwork] = []
         self.server: BuiltinAPIServer | None = None
         self.control_plane: ControlPlane | None = None
         self.kubeconfig_path = ""
@@ -207,12 +211,32 @@ class Environment:
 
         return Client(self.client_config)
 
+    def claim_pod_network(self) -> PodNetwork:
+        """A block of Pod addresses this host routes locally, released when the environment stops.
+
+        For the simulator, and for tests that play kubelet and publish EndpointSlices by hand.
+        Without a pod network (no ``CAP_NET_ADMIN``) the block is loopback and the built-in server
+        is told to accept loopback endpoint addresses; a real kube-apiserver never does, so in
+        real mode this raises :class:`PodNetworkUnavailable` instead.
+        """
+        from kuberay_py.envtest.sim.podnetwork import DEFAULT_POD_CIDR, claim_pod_network
+
+        network = claim_pod_network(self.pod_cidr or DEFAULT_POD_CIDR, require=self.real)
+        self._pod_networks.append(network)
+        if network.loopback and self.server is not None:
+            self.server.accept_loopback_endpoint_addresses = True
+        return network
+
     async def _start_simulator(self) -> None:
         from kuberay_py.envtest.sim.simulator import Simulator
 
+        network = await asyncio.to_thread(self.claim_pod_network)
         self._sim_client = self.new_client()
         self.simulator = Simulator(
-            self._sim_client, pod_runtime=self.pod_runtime, probe_period_scale=self.probe_period_scale
+            self._sim_client,
+            pod_runtime=self.pod_runtime,
+            probe_period_scale=self.probe_period_scale,
+            network=network,
         )
         self._sim_task = asyncio.create_task(self.simulator.run(), name="envtest-simulator")
         ready = asyncio.create_task(self.simulator.wait_ready())
@@ -238,6 +262,10 @@ class Environment:
             await self.server.stop()
         if self.control_plane is not None:
             await self.control_plane.stop()
+        # Last: whatever still talks to a Pod address has stopped, so no packet for it can take
+        # the default route once the local route is gone.
+        while self._pod_networks:
+            self._pod_networks.pop().release()
         if self._tmpdir is not None:
             self._tmpdir.cleanup()
             self._tmpdir = None

@@ -93,7 +93,8 @@ async def world(env: Environment) -> AsyncIterator[tuple[Simulator, RayPodRuntim
     clock = FakeClock()
     runtime = RayPodRuntime(clock=clock, timings=Timings(build_s=2, replica_start_s=1, drain_s=30))
     sim_client = env.new_client()
-    simulator = Simulator(sim_client, pod_runtime=runtime, clock=clock)
+    network = env.claim_pod_network()
+    simulator = Simulator(sim_client, pod_runtime=runtime, clock=clock, network=network)
     task = asyncio.create_task(simulator.run())
     await asyncio.wait_for(simulator.wait_ready(), WAIT)
     client = env.new_client()
@@ -106,6 +107,7 @@ async def world(env: Environment) -> AsyncIterator[tuple[Simulator, RayPodRuntim
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await runtime.close()
+        network.release()
         await client.close()
         await sim_client.close()
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -67,7 +68,8 @@ async def sim(env: Environment) -> AsyncIterator[tuple[Simulator, WebRuntime, Fa
     clock = FakeClock()
     runtime = WebRuntime()
     sim_client = env.new_client()
-    simulator = Simulator(sim_client, pod_runtime=runtime, clock=clock)
+    network = env.claim_pod_network()
+    simulator = Simulator(sim_client, pod_runtime=runtime, clock=clock, network=network)
     task = asyncio.create_task(simulator.run())
     await asyncio.wait_for(simulator.wait_ready(), WAIT)
     client = env.new_client()
@@ -77,6 +79,7 @@ async def sim(env: Environment) -> AsyncIterator[tuple[Simulator, WebRuntime, Fa
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
+        network.release()
         await client.close()
         await sim_client.close()
 
@@ -196,7 +199,9 @@ async def test_readiness_url_drives_ready_endpoint_and_drops_out_within_period_t
 
     pod = await wait_for(client, resources.PODS, ns, pod_ready, field_selector="metadata.name=web-0")
     ip = pod["status"]["podIP"]
-    assert ip.startswith("127.") and ip != "127.0.0.1"
+    assert ipaddress.ip_address(ip) in simulator.network.block and ip != simulator.network.gateway
+    if simulator.network.routed:
+        assert not ipaddress.ip_address(ip).is_loopback, "a pod network address, as in a cluster"
     assert simulator.addresses.in_use(ip)  # the Simulator's allocator is the kubelet's
     assert pod["spec"]["nodeName"] == "sim-node" and pod["status"]["phase"] == "Running"
     slice_ = await wait_for(

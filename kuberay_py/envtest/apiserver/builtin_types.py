@@ -95,6 +95,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         "Event",
         "events",
         short_names=("ev",),
+        shares_storage_of=("", "events"),
         field_labels=(
             "regarding.kind",
             "regarding.namespace",

@@ -49,6 +49,9 @@ class ApiCore:
         self.hooks: dict[tuple[str, str], KindHooks] = {}
         # Called after every removal from storage (namespace/CRD finalization listen here).
         self.deletion_listeners: list[Callable[[ResourceType, Obj], None]] = []
+        # (stored apiVersion, served apiVersion) -> conversion, for resources that share storage
+        # across groups (Events); other versions differ only in apiVersion.
+        self.conversions: dict[tuple[str, str], Callable[[Obj], Obj]] = {}
 
     def now(self) -> str:
         return format_time(self.clock.utcnow())
@@ -62,9 +65,13 @@ class ApiCore:
         return obj
 
     def present(self, rt: ResourceType, obj: Obj) -> Obj:
-        """The object as the requested version shows it (CR versions share one storage)."""
-        if obj.get("apiVersion") == rt.api_version:
+        """The object as the requested version shows it (CR versions, and both Event APIs, share storage)."""
+        stored = obj.get("apiVersion")
+        if stored == rt.api_version:
             return obj
+        convert = self.conversions.get((str(stored), rt.api_version))
+        if convert is not None:
+            return convert(obj)
         return {**obj, "apiVersion": rt.api_version}
 
     # -- create -------------------------------------------------------------------------------------
@@ -80,7 +87,9 @@ class ApiCore:
                 f'"{api_version}" cannot be handled as a {rt.kind}'
             )
         if api_version and api_version != rt.api_version:
-            ok = any(api_version == t.api_version for t in self.registry.by_key(rt.key))
+            ok = any(
+                api_version == t.api_version and t.group == rt.group for t in self.registry.by_key(rt.key)
+            )
             if not ok:
                 raise StatusError.bad_request(
                     f"the API version in the data ({api_version}) does not match the expected API version "
@@ -355,7 +364,7 @@ class ApiCore:
                 strict=strict,
             )
         old = self.get(rt, namespace, name)
-        base = clone(old)
+        base = clone(self.present(rt, old))  # the patch is written against the served shape
         if patch_type == "merge":
             if not isinstance(patch, dict):
                 raise StatusError.bad_request(

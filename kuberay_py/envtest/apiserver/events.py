@@ -12,6 +12,7 @@ from typing import Any
 
 from .core import ApiCore, Obj
 from .errors import Cause
+from .eventconversion import events_v1_to_core
 from .registry import ResourceType
 from .validation import invalid, name_problems, required
 
@@ -117,18 +118,34 @@ def _strict(ev: dict[str, Any]) -> list[Cause]:
     return causes
 
 
+def _store_as_core(obj: Obj) -> None:
+    """Rewrite an events.k8s.io/v1 Event in place into the core/v1 shape both APIs store."""
+    converted = events_v1_to_core(obj)
+    obj.clear()
+    obj.update(converted)
+
+
 class EventHooks:
+    """Validation per API version, then one stored shape (core/v1) for both Event APIs."""
+
     def prepare_create(self, core: ApiCore, rt: ResourceType, obj: Obj) -> list[Cause]:
         new_api = rt.group == "events.k8s.io"
         ev = _internal(obj, new_api)
         causes = _legacy(ev, "reportingController" if new_api else "reportingComponent")
-        return causes + _strict(ev) if new_api else causes
+        if new_api:
+            causes += _strict(ev)
+            if not causes:
+                _store_as_core(obj)
+        return causes
 
     def prepare_update(
         self, core: ApiCore, rt: ResourceType, old: Obj, new: Obj, subresource: str | None
     ) -> list[Cause]:
         new_api = rt.group == "events.k8s.io"
-        return _legacy(_internal(new, new_api), "reportingController" if new_api else "reportingComponent")
+        causes = _legacy(_internal(new, new_api), "reportingController" if new_api else "reportingComponent")
+        if new_api and not causes:
+            _store_as_core(new)
+        return causes
 
     def after_write(self, core: ApiCore, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
         return None

@@ -239,7 +239,9 @@ class ApiHandler:
                 field_sel = parse_field_selector(f"metadata.name={route.name}", (), "", "")
 
             def matches(obj: dict[str, Any]) -> bool:
-                return label_sel.matches(obj) and field_sel.matches(obj)
+                # Field paths are the served version's (regarding.name on events.k8s.io/v1).
+                view = obj if field_sel.empty else core.present(rt, obj)
+                return label_sel.matches(obj) and field_sel.matches(view)
 
             selective = not (label_sel.empty and field_sel.empty)
             if verb in ("list", "watch"):

@@ -133,7 +133,7 @@ def list_bytes(
     parts: list[bytes] = []
     for key, obj in page:
         if obj.get("apiVersion") != av:
-            parts.append(orjson.dumps({**obj, "apiVersion": av}))
+            parts.append(orjson.dumps(core.present(rt, obj)))
         elif current.get(key) is obj:
             parts.append(bucket.encoded(key))
         else:

@@ -45,11 +45,13 @@ class ResourceType:
     scale: dict[str, str] | None = None  # specReplicasPath/statusReplicasPath/labelSelectorPath
     storage_version: str = ""
     printer_columns: tuple[Any, ...] = ()  # a CRD version's additionalPrinterColumns
+    # Another resource whose storage this one shares (events.k8s.io/v1 Events are core/v1 Events).
+    shares_storage_of: tuple[str, str] | None = None
 
     @property
     def key(self) -> tuple[str, str]:
-        """Storage key: all served versions of one resource share their objects."""
-        return (self.group, self.plural)
+        """Storage key: all served versions of one resource share their objects (and hooks)."""
+        return self.shares_storage_of or (self.group, self.plural)
 
     @property
     def api_version(self) -> str:

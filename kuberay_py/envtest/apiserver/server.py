@@ -19,6 +19,8 @@ from ...clock import Clock
 from .builtin_types import BUILTIN_TYPES
 from .core import ApiCore
 from .crds import CRD_KEY, CrdHooks
+from .endpointvalidation import EndpointsHooks
+from .eventconversion import CORE_EVENTS, EVENTS_V1, core_to_events_v1, events_v1_to_core
 from .events import EventHooks
 from .faults import Fault, FaultInjector, RequestLog
 from .http_api import MAX_BODY, ApiHandler
@@ -42,6 +44,7 @@ class BuiltinAPIServer:
         namespace_controller: bool = True,
         service_cidr: str = "10.0.0.0/16",
         ssl_context: ssl.SSLContext | None = None,
+        accept_loopback_endpoint_addresses: bool = False,
     ) -> None:
         self.host = host
         self.ssl_context = ssl_context
@@ -58,14 +61,32 @@ class BuiltinAPIServer:
         self.core.hooks[("", "services")] = ServiceHooks(service_cidr)
         self.core.hooks[("", "namespaces")] = NamespaceHooks(namespace_controller)
         self.core.hooks[("", "secrets")] = SecretHooks()
-        self.core.hooks[("", "events")] = EventHooks()
-        self.core.hooks[("events.k8s.io", "events")] = EventHooks()
+        self.core.hooks[("", "events")] = EventHooks()  # both Event APIs: they share storage
+        self.core.conversions[(CORE_EVENTS, EVENTS_V1)] = core_to_events_v1
+        self.core.conversions[(EVENTS_V1, CORE_EVENTS)] = events_v1_to_core
         self.core.hooks[CRD_KEY] = CrdHooks()
+        self._endpoints = EndpointsHooks(accept_loopback=accept_loopback_endpoint_addresses)
+        self.core.hooks[("discovery.k8s.io", "endpointslices")] = self._endpoints
+        self.core.hooks[("", "endpoints")] = self._endpoints
         ns_rt = reg.get("", "v1", "namespaces")
         assert ns_rt is not None
         for name in _INITIAL_NAMESPACES:
             self.core.create(ns_rt, None, {"metadata": {"name": name}})
         self._handler = ApiHandler(self)
+
+    @property
+    def accept_loopback_endpoint_addresses(self) -> bool:
+        """Off by default, as kube-apiserver: loopback endpoint addresses get 422 Invalid.
+
+        The one departure from kube-apiserver this server has on purpose, for a simulator (or a
+        test) whose Pods could only get loopback addresses because this host gave it no pod
+        network; it is turned on explicitly by that caller, never implied.
+        """
+        return self._endpoints.accept_loopback
+
+    @accept_loopback_endpoint_addresses.setter
+    def accept_loopback_endpoint_addresses(self, value: bool) -> None:
+        self._endpoints.accept_loopback = value
 
     # -- lifecycle ----------------------------------------------------------------------------------
 

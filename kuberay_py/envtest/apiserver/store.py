@@ -67,6 +67,8 @@ class Watcher:
         self.min_rv = 0
         # Encodes an event's object differently (kubectl's Table watches); None: the stored JSON.
         self.render: Any = None
+        # The object as this watch's version shows it; None: the stored object with its apiVersion set.
+        self.present: Any = None
 
     def _in_scope(self, obj: dict[str, Any]) -> bool:
         if self.namespace is None:
@@ -80,7 +82,7 @@ class Watcher:
             return bytes(self.render(obj))
         if obj is ev.obj and obj.get("apiVersion") == self.api_version:
             return ev.raw
-        out = dict(obj)
+        out = dict(self.present(obj)) if self.present is not None else dict(obj)
         out["apiVersion"] = self.api_version
         if rv is not None:
             out["metadata"] = {**obj.get("metadata", {}), "resourceVersion": str(rv)}

@@ -67,6 +67,7 @@ def open_watcher(
     """Register the watcher and compute what it must see first; raises StatusError(410) if too old."""
     bucket = core.storage.bucket(rt.key)
     w = Watcher(namespace, matches, rt.api_version)
+    w.present = lambda obj: core.present(rt, obj)
     w.render = params.render
     first: list[bytes] = []
     rv_text = params.resource_version
@@ -80,7 +81,7 @@ def open_watcher(
                 elif obj.get("apiVersion") == rt.api_version:
                     raw = bucket.encoded(key)
                 else:
-                    raw = orjson.dumps({**obj, "apiVersion": rt.api_version})
+                    raw = orjson.dumps(core.present(rt, obj))
                 first.append(b'{"type":"ADDED","object":' + raw + b"}\n")
         if params.send_initial and params.bookmarks:
             first.append(_bookmark(rt, core.storage.rv, initial_end=True))

@@ -1,35 +1,18 @@
-"""Pod addresses on the loopback network.
+"""Pod addresses within one claimed block of the pod network.
 
-Linux routes all of 127.0.0.0/8 to ``lo``, so every simulated Pod can own a distinct address and
-bind its listeners there without any network setup; this is what lets two Pods both listen on
-port 8000, as they would in a cluster. Addresses come from 127.1.0.1 upwards (127.0.x.y is left
-to the host's own services) and a freed address goes to the back of the line, so a quickly
-recreated Pod does not inherit a stale address that clients may still be talking to.
+Every simulated Pod owns a distinct address and binds its listeners there, which is what lets two
+Pods both listen on port 8000, as they would in a cluster. The block comes from
+:func:`~kuberay_py.envtest.sim.podnetwork.claim_pod_network` (a /24 of the pod CIDR, or a
+127.N.0.0/16 block without a pod network). A freed address goes to the back of the line, so a
+quickly recreated Pod does not inherit a stale address that clients may still be talking to.
 """
 
 from __future__ import annotations
 
 import ipaddress
-import itertools
-import random
 from collections import deque
 
-__all__ = ["AddressAllocator", "AddressPoolExhausted", "random_block"]
-
-
-_block_sequence = itertools.count(random.Random().randrange(254))
-
-
-def random_block(rng: random.Random | None = None) -> tuple[str, str]:
-    """A 127.N.0.0/16 block (N in 1..254) for one simulator.
-
-    Across processes sharing the host's loopback (parallel test runs, a demo beside a test suite)
-    the starting block is random, so they rarely meet; within one process consecutive simulators
-    take consecutive blocks, so up to 254 live simulators never hand out the same address.
-    Passing ``rng`` picks a block at random instead (deterministic tests).
-    """
-    n = rng.randint(1, 254) if rng is not None else next(_block_sequence) % 254 + 1
-    return f"127.{n}.0.1", f"127.{n}.255.254"
+__all__ = ["AddressAllocator", "AddressPoolExhausted"]
 
 
 class AddressPoolExhausted(RuntimeError):
@@ -37,11 +20,10 @@ class AddressPoolExhausted(RuntimeError):
 
 
 class AddressAllocator:
-    def __init__(self, first: str = "127.1.0.1", last: str = "127.254.255.254") -> None:
+    def __init__(self, first: str, last: str) -> None:
         self._next = int(ipaddress.IPv4Address(first))
         self._last = int(ipaddress.IPv4Address(last))
-        if not ipaddress.IPv4Address(first).is_loopback or not ipaddress.IPv4Address(last).is_loopback:
-            raise ValueError("pod addresses must be on 127.0.0.0/8")
+        self.first, self.last = first, last
         if self._next > self._last:
             raise ValueError(f"empty address range {first}..{last}")
         self._freed: deque[int] = deque()
@@ -60,12 +42,17 @@ class AddressAllocator:
             if candidate not in self._in_use:
                 self._in_use.add(candidate)
                 return str(ipaddress.IPv4Address(candidate))
-        raise AddressPoolExhausted("no free pod address left on 127.0.0.0/8")
+        raise AddressPoolExhausted(f"no free pod address left in {self.first}..{self.last}")
 
     def reserve(self, address: str) -> bool:
-        """Claim a specific address (a Pod that already had one when the simulator started)."""
+        """Claim a specific address (a Pod that already had one when the simulator started).
+
+        Refused for an address outside this block: it belonged to another simulator's block,
+        which this host may no longer route locally.
+        """
         value = int(ipaddress.IPv4Address(address))
-        if value in self._in_use:
+        first = int(ipaddress.IPv4Address(self.first))
+        if value in self._in_use or not first <= value <= self._last:
             return False
         self._in_use.add(value)
         return True

@@ -1,7 +1,7 @@
 """A kubelet (and a one-node scheduler) for the cluster simulator.
 
 It binds every unscheduled Pod to the simulator's node through ``pods/binding`` as kube-scheduler
-does, gives it an address on 127.0.0.0/8, starts its "containers" through the
+does, gives it an address from the simulator's pod network block, starts its "containers" through the
 :class:`~kuberay_py.envtest.sim.runtime.PodRuntime`, and then runs its startup, readiness and
 liveness probes for real against that address, reporting the results in the Pod's status exactly
 where the real kubelet does (container ``ready``/``started``, ``restartCount``, the ``Ready`` and
@@ -25,7 +25,7 @@ import anyio
 
 from kuberay_py.client import Client
 from kuberay_py.clock import Clock
-from kuberay_py.envtest.sim.addresses import AddressAllocator, random_block
+from kuberay_py.envtest.sim.addresses import AddressAllocator
 from kuberay_py.envtest.sim.podworker import PodWorker
 from kuberay_py.envtest.sim.prober import ProbeKind
 from kuberay_py.envtest.sim.runtime import PodRuntime
@@ -50,7 +50,7 @@ class Kubelet:
         probe_period_scale: float = 1.0,
         node_name: str = "sim-node",
         host_ip: str = "127.0.0.1",
-        addresses: AddressAllocator | None = None,
+        addresses: AddressAllocator,
     ) -> None:
         if probe_period_scale <= 0:
             raise ValueError("probe_period_scale must be > 0")
@@ -60,7 +60,7 @@ class Kubelet:
         self.scale = probe_period_scale
         self.node_name = node_name
         self.host_ip = host_ip
-        self.addresses = addresses if addresses is not None else AddressAllocator(*random_block())
+        self.addresses = addresses
         self._workers: dict[str, PodWorker] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._rounds: dict[tuple[str, str, str, str], int] = defaultdict(int)

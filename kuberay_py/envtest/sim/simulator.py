@@ -6,6 +6,10 @@ kubelet with a one-node scheduler, the EndpointSlice controller, the garbage col
 batch/v1 Job controller. It is
 an ordinary API client (a :class:`~kuberay_py.client.Client` plus informers), so it works the
 same against the built-in API server and a real kube-apiserver.
+
+Pods get addresses from a pod network block (:mod:`kuberay_py.envtest.sim.podnetwork`): pass one
+(``network=``, as :class:`~kuberay_py.envtest.Environment` does, which also decides about the
+loopback fallback), or the simulator claims one when it starts and releases it when it stops.
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ import anyio
 from kuberay_py.cache import Cache
 from kuberay_py.client import AlreadyExists, ApiError, Client, resources
 from kuberay_py.clock import Clock, RealClock, format_rfc3339
-from kuberay_py.envtest.sim.addresses import AddressAllocator, random_block
 from kuberay_py.envtest.sim.endpointslices import EndpointSliceController
 from kuberay_py.envtest.sim.gateway import GatewayController
 from kuberay_py.envtest.sim.gc import GarbageCollector
 from kuberay_py.envtest.sim.jobs import JobController
 from kuberay_py.envtest.sim.kubelet import Kubelet
+from kuberay_py.envtest.sim.podnetwork import PodNetwork, claim_pod_network
 from kuberay_py.envtest.sim.runtime import PodRuntime
 from kuberay_py.log import get_logger
 
@@ -46,11 +50,14 @@ class Simulator:
         garbage_collection: bool = True,
         endpoint_slices: bool = True,
         job_backoff_scale: float = 1.0,
+        network: PodNetwork | None = None,
     ) -> None:
         self.client = client
         self.clock = clock or RealClock()
         self.cache = Cache(client, clock=self.clock)
-        self.addresses = AddressAllocator(*random_block())
+        self._owns_network = network is None
+        self.network = network if network is not None else claim_pod_network()
+        self.addresses = self.network.allocator()
         self.node_name = node_name
         self.kubelet = Kubelet(
             client,
@@ -70,6 +77,13 @@ class Simulator:
         await self._ready.wait()
 
     async def run(self) -> None:
+        try:
+            await self._run()
+        finally:
+            if self._owns_network:
+                self.network.release()  # after every Pod stopped: nothing is bound to it any more
+
+    async def _run(self) -> None:
         self.cache.informer_for(resources.PODS).add_event_handler(self.kubelet)
         if self.endpoint_slices is not None:
             self.endpoint_slices.register()

@@ -137,7 +137,8 @@ def samples() -> dict[str, dict[str, Any]]:
     out = {}
     for f in sorted((KUBERAY / "samples").glob("*.yaml")):
         for doc in yaml.load_all(f.read_text(), Loader=yaml.CSafeLoader):
-            if isinstance(doc, dict) and doc.get("apiVersion") == "ray.io/v1":
+            # RayJob/RayCronJob samples (some with only generateName) are the RayJob suite's.
+            if isinstance(doc, dict) and doc.get("kind") in ("RayCluster", "RayService"):
                 out[f"{f.name}:{doc['metadata']['name']}"] = doc
     return out
 

@@ -2,7 +2,9 @@
 
 As in KubeRay's envtest suite there is no kubelet: tests drive Pod status by hand and create the
 serve Service's EndpointSlices themselves. The head Pods' Ray is one local aiohttp app serving the
-dashboard's Serve REST API and the proxy's ``/-/healthz`` on 127.0.0.1 (Pods get that IP).
+dashboard's Serve REST API and the proxy's ``/-/healthz`` on one address of a pod network block
+(every Pod gets that IP): kube-apiserver rejects loopback EndpointSlice addresses, and no cluster
+has loopback Pod IPs.
 """
 
 from __future__ import annotations
@@ -38,9 +40,28 @@ eventually = functools.partial(polling.eventually, timeout=20.0)
 
 
 @dataclass
+class PodAddress:
+    """The one Pod IP of this session (set by the ``pod_ip`` fixture; Pods and slices use it)."""
+
+    ip: str = ""
+
+
+POD_ADDRESS = PodAddress()
+
+
+@pytest.fixture(scope="session")
+def pod_ip(envtest: Environment) -> str:
+    """An address of a pod network block this host routes locally, held for the session."""
+    if not POD_ADDRESS.ip:
+        POD_ADDRESS.ip = envtest.claim_pod_network().allocator().allocate()
+    return POD_ADDRESS.ip
+
+
+@dataclass
 class FakeRay:
     """One Ray head's dashboard (Serve REST API) and Serve proxy, as far as the operator sees them."""
 
+    ip: str = ""
     dashboard_port: int = 0
     proxy_port: int = 0
     puts: list[dict[str, Any]] = field(default_factory=list)
@@ -103,8 +124,8 @@ class FakeRay:
 
 
 @pytest.fixture
-async def fake_ray() -> AsyncIterator[FakeRay]:
-    fake = FakeRay()
+async def fake_ray(pod_ip: str) -> AsyncIterator[FakeRay]:
+    fake = FakeRay(ip=pod_ip)
     dash = web.Application()
     dash.router.add_get("/api/serve/applications/", fake.serve_get)
     dash.router.add_put("/api/serve/applications/", fake.serve_put)
@@ -114,7 +135,7 @@ async def fake_ray() -> AsyncIterator[FakeRay]:
     for app, attr in ((dash, "dashboard_port"), (proxy, "proxy_port")):
         runner = web.AppRunner(app, handle_signals=False, shutdown_timeout=0.1)
         await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
+        site = web.TCPSite(runner, pod_ip, 0)
         await site.start()
         setattr(fake, attr, site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
         runners.append(runner)
@@ -171,7 +192,8 @@ def rayservice_manifest(fake: FakeRay, name: str = "rs", workers: int = 1) -> di
 
 
 async def mark_pods_ready(client: Client, namespace: str, cluster: str) -> list[dict[str, Any]]:
-    """What the kubelet would do: Running, Ready, an IP (the fake Ray listens on 127.0.0.1)."""
+    """What the kubelet would do: Running, Ready, an IP (the fake Ray's address)."""
+    assert POD_ADDRESS.ip, "the Pod IP is set by the fake_ray fixture"
     pods = (await client.list(PODS, namespace, label_selector=f"{c.RAY_CLUSTER_LABEL_KEY}={cluster}"))[
         "items"
     ]
@@ -182,8 +204,8 @@ async def mark_pods_ready(client: Client, namespace: str, cluster: str) -> list[
             continue
         pod["status"] = {
             "phase": "Running",
-            "podIP": "127.0.0.1",
-            "podIPs": [{"ip": "127.0.0.1"}],
+            "podIP": POD_ADDRESS.ip,
+            "podIPs": [{"ip": POD_ADDRESS.ip}],
             "conditions": [{"type": "Ready", "status": "True"}],
         }
         out.append(await client.update_status(PODS, pod))
@@ -205,7 +227,7 @@ async def put_endpoint_slice(
         "addressType": "IPv4",
         "endpoints": [
             {
-                "addresses": ["127.0.0.1"],
+                "addresses": [POD_ADDRESS.ip],
                 "conditions": {"ready": True},
                 "targetRef": {
                     "kind": "Pod",
