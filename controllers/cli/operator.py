@@ -17,6 +17,7 @@ from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.metrics import register_info_metrics
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
+from controllers.rayjob.setup import setup as setup_rayjob
 from controllers.rayservice.setup import setup as setup_rayservice
 from kuberay_py.cache import CacheNotSynced
 from kuberay_py.client import ClientConfig, Resource
@@ -61,6 +62,8 @@ def build_manager(
         head_check_concurrency=flags.head_proxy_health_concurrency,
         head_check_period=flags.head_proxy_health_period,
     )
+
+    setup_rayjob(manager, max_concurrent_reconciles=flags.reconcile_concurrency)
 
     def cached(res: Resource) -> list[dict[str, Any]]:
         try:

@@ -26,6 +26,9 @@ EXTRA: dict[Permission, str] = {
     ("ray.io", "rayservices/finalizers", "update"): (
         "OwnerReferencesPermissionEnforcement: RayClusters/Services carry blockOwnerDeletion=true"
     ),
+    ("ray.io", "rayjobs/finalizers", "update"): (
+        "OwnerReferencesPermissionEnforcement: RayClusters/Jobs/Services carry blockOwnerDeletion=true"
+    ),
 }
 # Namespaced in the leader-election Role, not the ClusterRole.
 LEADER_ELECTION = {("coordination.k8s.io", "leases", v) for v in ("get", "create", "update")}
@@ -75,6 +78,8 @@ def test_the_scan_sees_the_known_calls() -> None:
     assert ("discovery.k8s.io", "endpointslices", "watch") in needed
     assert ("rbac.authorization.k8s.io", "roles", "create") in needed  # through _ensure(res=...)
     assert ("events.k8s.io", "events", "patch") in needed
+    assert ("batch", "jobs", "delete") in needed  # the RayJob submitter, on suspend/retry
+    assert ("ray.io", "rayjobs/status", "update") in needed
 
 
 def test_cluster_role_grants_everything_the_code_needs() -> None:

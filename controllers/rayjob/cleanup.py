@@ -1,0 +1,176 @@
+"""After the job: Complete/Failed clean-up (RAYJOB.md §3.10) and the finalizer (§3.11).
+
+TTLs count from ``status.endTime``; the reconcile wakes when the earliest one is due (KubeRay adds
+2 s of slack; a wake on the clock needs none). One action per pass, the most impactful overdue
+rule first (DeleteSelf > DeleteCluster > DeleteWorkers). Differences, in docs/differences.md: a
+clusterSelector job still honours ``DeleteSelf`` and ``DELETE_RAYJOB_CR_AFTER_JOB_FINISHES``
+(KubeRay silently skips both), and a dashboard that cannot be reached never blocks deletion.
+"""
+
+from __future__ import annotations
+
+from controllers import constants as C
+from controllers.common.events import write_with_events
+from controllers.rayjob.builders import RAYJOB_FINALIZER
+from controllers.rayjob.context import JobContext
+from controllers.rayjob.dashboard_access import stop_ray_job
+from kuberay_py.client import Conflict, NotFound
+from kuberay_py.objects import Obj
+
+__all__ = ["add_finalizer", "finalize", "terminal"]
+
+_RANK = {"DeleteSelf": 3, "DeleteCluster": 2, "DeleteWorkers": 1, "DeleteNone": 0}
+
+
+async def add_finalizer(ctx: JobContext) -> Obj:
+    finalizers = list(ctx.job["metadata"].get("finalizers") or [])
+    if RAYJOB_FINALIZER in finalizers:
+        return ctx.job
+    patch = {
+        "metadata": {
+            "finalizers": [*finalizers, RAYJOB_FINALIZER],
+            "resourceVersion": ctx.job["metadata"]["resourceVersion"],
+        }
+    }
+    return await ctx.client.patch(C.RAYJOBS, ctx.name, patch, ctx.namespace)
+
+
+async def finalize(ctx: JobContext) -> None:
+    """Deleting: stop a Ray job that is still live, then let go (owner GC removes the children)."""
+    finalizers = list(ctx.job["metadata"].get("finalizers") or [])
+    if RAYJOB_FINALIZER not in finalizers:
+        return
+    if ctx.status.get("jobStatus") not in ("STOPPED", "SUCCEEDED", "FAILED"):
+        await stop_ray_job(ctx)
+    patch = {
+        "metadata": {
+            "finalizers": [f for f in finalizers if f != RAYJOB_FINALIZER],
+            "resourceVersion": ctx.job["metadata"]["resourceVersion"],
+        }
+    }
+    try:
+        await ctx.client.patch(C.RAYJOBS, ctx.name, patch, ctx.namespace)
+    except NotFound:
+        pass
+    except Conflict:
+        ctx.requeue_now = True
+
+
+async def _delete_self(ctx: JobContext) -> None:
+    try:
+        await ctx.client.delete(C.RAYJOBS, ctx.name, ctx.namespace, propagation_policy="Background")
+    except NotFound:
+        pass
+
+
+async def _delete_cluster(ctx: JobContext) -> None:
+    name = str(ctx.status.get("rayClusterName") or "")
+    ref = f"{ctx.namespace}/{name}"
+    try:
+        await write_with_events(
+            ctx.recorder,
+            ctx.job,
+            ctx.client.delete(C.RAYCLUSTERS, name, ctx.namespace, propagation_policy="Background"),
+            failed=("FailedToDeleteRayCluster", f"Failed to delete cluster {ref}: {{error}}"),
+            done=("DeletedRayCluster", f"Deleted cluster {ref}"),
+            expected=(NotFound,),
+        )
+    except NotFound:
+        pass
+
+
+async def _delete_workers(ctx: JobContext, cluster: Obj) -> None:
+    groups = [dict(g) | {"suspend": True} for g in (cluster.get("spec") or {}).get("workerGroupSpecs") or []]
+    ref = f"{ctx.namespace}/{cluster['metadata']['name']}"
+    patch = {
+        "spec": {"workerGroupSpecs": groups},
+        "metadata": {"resourceVersion": cluster["metadata"]["resourceVersion"]},
+    }
+    try:
+        await write_with_events(
+            ctx.recorder,
+            ctx.job,
+            ctx.client.patch(C.RAYCLUSTERS, cluster["metadata"]["name"], patch, ctx.namespace),
+            failed=("FailedToUpdateRayCluster", f"Failed to update cluster {ref}: {{error}}"),
+            done=(
+                "UpdatedRayCluster",
+                f"Set the `suspend` field to true for all worker groups in cluster {ref}",
+            ),
+            expected=(NotFound, Conflict),
+        )
+    except (NotFound, Conflict):
+        ctx.requeue_now = True
+
+
+def _done(ctx: JobContext, policy: str, cluster: Obj | None) -> bool:
+    if policy == "DeleteNone":
+        return True
+    if policy == "DeleteSelf":
+        return False
+    if cluster is None or cluster["metadata"].get("deletionTimestamp"):
+        return True
+    if policy == "DeleteWorkers":
+        groups = (cluster.get("spec") or {}).get("workerGroupSpecs") or []
+        return all(g.get("suspend") for g in groups)
+    return False
+
+
+async def _run(ctx: JobContext, policy: str, cluster: Obj | None) -> None:
+    if policy == "DeleteSelf":
+        await _delete_self(ctx)
+    elif policy == "DeleteCluster":
+        await _delete_cluster(ctx)
+    elif policy == "DeleteWorkers" and cluster is not None:
+        await _delete_workers(ctx, cluster)
+
+
+def _due_in(ctx: JobContext, ttl: float) -> float:
+    elapsed = ctx.since("endTime")
+    return 0.0 if elapsed is None else ttl - elapsed
+
+
+async def terminal(ctx: JobContext) -> None:
+    st = ctx.status
+    spec = ctx.spec
+    selector = ctx.selector_cluster is not None
+    cluster = (
+        None if selector else ctx.cache.get(C.RAYCLUSTERS, str(st.get("rayClusterName") or ""), ctx.namespace)
+    )
+    strategy = spec.get("deletionStrategy") if ctx.options.deletion_policy else None
+    if strategy and strategy.get("deletionRules"):
+        overdue: list[str] = []
+        for rule in strategy["deletionRules"]:
+            cond = rule.get("condition") or {}
+            matches = (cond.get("jobStatus") and cond["jobStatus"] == st.get("jobStatus")) or (
+                cond.get("jobDeploymentStatus")
+                and cond["jobDeploymentStatus"] == st.get("jobDeploymentStatus")
+            )
+            if not matches:
+                continue
+            left = _due_in(ctx, float(cond.get("ttlSeconds") or 0))
+            if left > 0:
+                ctx.wake_in(left)
+            elif not _done(ctx, rule["policy"], cluster):
+                overdue.append(rule["policy"])
+        if overdue:
+            await _run(ctx, max(overdue, key=lambda p: _RANK[p]), cluster)
+        return
+    if strategy and (strategy.get("onSuccess") or strategy.get("onFailure")):
+        side = {"SUCCEEDED": "onSuccess", "FAILED": "onFailure"}.get(str(st.get("jobStatus") or ""))
+        policy = ((strategy.get(side) or {}).get("policy") if side else None) or "DeleteNone"
+        if policy == "DeleteNone":
+            return
+        left = _due_in(ctx, float(spec.get("ttlSecondsAfterFinished") or 0))
+        if left > 0:
+            ctx.wake_in(left)
+        elif not _done(ctx, policy, cluster):
+            await _run(ctx, policy, cluster)
+        return
+    if spec.get("shutdownAfterJobFinishes"):
+        left = _due_in(ctx, float(spec.get("ttlSecondsAfterFinished") or 0))
+        if left > 0:
+            ctx.wake_in(left)
+        elif ctx.options.delete_rayjob_after_finishes:
+            await _delete_self(ctx)
+        elif cluster is not None and not cluster["metadata"].get("deletionTimestamp"):
+            await _delete_cluster(ctx)

@@ -1,0 +1,92 @@
+"""One RayJob reconcile's inputs, handed explicitly to every phase function.
+
+The reconciler loads the RayJob, builds a :class:`JobContext`, and calls the phase for the
+current ``jobDeploymentStatus``. Phases edit ``status`` (a copy: the reconciler writes it once,
+at the end, only if it changed) and ask for a wake-up with :meth:`JobContext.wake_in`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from controllers.common.cache import CacheReader
+from controllers.common.events import Recorder
+from controllers.ray.dashboard import DashboardClientFactory
+from controllers.rayjob.memory import JobMemo
+from controllers.rayjob.options import RayJobOptions
+from kuberay_py.client import Client
+from kuberay_py.clock import Clock, format_rfc3339, parse_rfc3339
+from kuberay_py.objects import Obj
+
+__all__ = ["JobContext"]
+
+
+@dataclass
+class JobContext:
+    client: Client
+    cache: CacheReader
+    recorder: Recorder
+    clock: Clock
+    options: RayJobOptions
+    dashboards: DashboardClientFactory
+    memo: JobMemo
+    job: Obj  # the RayJob (cached, or our newer write of it); status edits go to ``status``
+    status: dict[str, Any]
+    wake: float | None = None  # seconds until the next reconcile this pass asked for
+    requeue_now: bool = False
+    transitions: list[tuple[str, str]] = field(default_factory=list)  # (from, to) deployment states
+
+    @property
+    def namespace(self) -> str:
+        return str(self.job["metadata"]["namespace"])
+
+    @property
+    def name(self) -> str:
+        return str(self.job["metadata"]["name"])
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        return self.job.get("spec") or {}
+
+    @property
+    def mode(self) -> str:
+        return str(self.spec.get("submissionMode") or "K8sJobMode")
+
+    @property
+    def selector_cluster(self) -> str | None:
+        selector = self.spec.get("clusterSelector")
+        return None if selector is None else str(selector.get("ray.io/cluster", ""))
+
+    @property
+    def state(self) -> str:
+        return str(self.status.get("jobDeploymentStatus") or "")
+
+    def move(self, state: str, reason: str | None = None, message: str | None = None) -> None:
+        self.transitions.append((self.state, state))
+        self.status["jobDeploymentStatus"] = state
+        if reason is not None:
+            self.status["reason"] = reason
+        if message is not None:
+            self.status["message"] = message
+        self.requeue_now = True
+
+    def wake_in(self, seconds: float) -> None:
+        seconds = max(0.0, seconds)
+        self.wake = seconds if self.wake is None else min(self.wake, seconds)
+
+    def now(self) -> datetime:
+        return self.clock.utcnow()
+
+    def now_text(self) -> str:
+        return format_rfc3339(self.clock.utcnow())
+
+    def since(self, field_name: str) -> float | None:
+        """Seconds since the timestamp ``status.<field_name>`` (None when unset)."""
+        when = parse_rfc3339(self.status.get(field_name))
+        return None if when is None else (self.clock.utcnow() - when).total_seconds()

@@ -1,0 +1,84 @@
+"""Reaching the current attempt's Ray dashboard: the head Pod's address and the Ray token.
+
+KubeRay dials ``status.dashboardURL`` (the head Service's DNS name). The operator here talks to
+the head Pod's IP from the Pod cache instead, as the RayService controller does: it works from
+outside the cluster network's DNS (``kuberay-operator run`` on a laptop, the demo) and skips a
+Service hop. ``status.dashboardURL`` keeps KubeRay's value, for the submitter and for users.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from controllers import constants as C
+from controllers.common.pods import is_running_and_ready
+from controllers.ray.dashboard import DashboardError
+from controllers.ray.jobs import RayJobs
+from controllers.rayjob.context import JobContext
+from controllers.rayservice import heads
+from kuberay_py.client import ApiError
+from kuberay_py.client.resources import SECRETS
+from kuberay_py.log import get_logger
+
+__all__ = ["NoDashboard", "ray_jobs", "stop_ray_job"]
+
+log = get_logger("controllers.rayjob")
+
+
+class NoDashboard(Exception):
+    """No head Pod to talk to yet (or its token cannot be read); the message says which."""
+
+
+async def _token(ctx: JobContext, pod: dict[str, Any]) -> str | None:
+    source = heads.auth_token_source(pod)
+    if source is None:
+        return None
+    kind, value, key = source
+    if kind == "value":
+        return value
+    uid = str((pod.get("metadata") or {}).get("uid", ""))
+    if ctx.memo.token is not None and ctx.memo.token[0] == uid:
+        return ctx.memo.token[1]
+    try:
+        secret = await ctx.client.get(SECRETS, value, ctx.namespace)
+    except ApiError as exc:
+        raise NoDashboard(f"cannot read the Ray auth token Secret {value}: {exc}") from exc
+    encoded = (secret.get("data") or {}).get(key)
+    if encoded is None:
+        raise NoDashboard(f"Secret {value} has no key {key!r}")
+    token = base64.b64decode(encoded).decode().strip()
+    ctx.memo.token = (uid, token)
+    return token
+
+
+async def ray_jobs(ctx: JobContext) -> RayJobs:
+    """A job client for the current cluster's head; raises NoDashboard without a ready head."""
+    cluster_name = str(ctx.status.get("rayClusterName") or "")
+    pod = heads.head_pod(ctx.cache, ctx.namespace, cluster_name)
+    if pod is None or not is_running_and_ready(pod):
+        raise NoDashboard(
+            f"the head Pod of RayCluster {ctx.namespace}/{cluster_name} is not running and ready"
+        )
+    ip = str((pod.get("status") or {}).get("podIP") or "")
+    host = f"[{ip}]" if ":" in ip else ip
+    cluster = ctx.cache.get(C.RAYCLUSTERS, cluster_name, ctx.namespace)
+    port = heads.dashboard_port(pod, cluster)
+    token = await _token(ctx, pod)
+    ctx.memo.polls += 1
+    return RayJobs(ctx.dashboards.client(f"http://{host}:{port}", auth_token=token))
+
+
+async def stop_ray_job(ctx: JobContext) -> None:
+    """Best effort ``POST /api/jobs/<id>/stop`` (deadline, suspend, retry, deletion)."""
+    job_id = str(ctx.status.get("jobId") or "")
+    if not job_id:
+        return
+    try:
+        ray = await ray_jobs(ctx)
+        stopped = await ray.stop(job_id)
+    except (NoDashboard, DashboardError) as exc:
+        log.info("could not stop the Ray job", rayjob=ctx.key, job_id=job_id, error=str(exc))
+        return
+    if stopped:
+        log.info("stopped the Ray job", rayjob=ctx.key, job_id=job_id)

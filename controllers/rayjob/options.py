@@ -1,0 +1,43 @@
+"""The RayJob controller's knobs: KubeRay's operator env vars, plus our dashboard poll bounds."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+__all__ = ["RayJobOptions"]
+
+
+def _seconds(name: str, default: float) -> float:
+    """KubeRay's parsing: a value that is not a positive integer falls back to the default."""
+    try:
+        value = int(os.environ.get(name, ""))
+    except ValueError:
+        return default
+    return float(value) if value > 0 else default
+
+
+@dataclass(frozen=True)
+class RayJobOptions:
+    # RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS: dashboard polls failing this long fail the job.
+    status_check_timeout: float = 300.0
+    # KubeRay's DefaultSubmitterFinishedTimeout: the submitter ended but Ray's job is not terminal.
+    submitter_finished_timeout: float = 30.0
+    # DELETE_RAYJOB_CR_AFTER_JOB_FINISHES: shutdown deletes the RayJob instead of the cluster.
+    delete_rayjob_after_finishes: bool = False
+    cluster_domain: str = "cluster.local"
+    # The RayJobDeletionPolicy feature gate (beta, on by default in KubeRay v1.7).
+    deletion_policy: bool = True
+    # Dashboard polls while a Ray job runs: first after ``poll_min`` s, doubling while nothing
+    # changes, at most ``poll_max`` s apart (KubeRay polls every 3 s, always).
+    poll_min: float = 1.0
+    poll_max: float = 30.0
+
+    @classmethod
+    def from_env(cls) -> RayJobOptions:
+        return cls(
+            status_check_timeout=_seconds("RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS", 300.0),
+            delete_rayjob_after_finishes=os.environ.get("DELETE_RAYJOB_CR_AFTER_JOB_FINISHES", "").lower()
+            == "true",
+            cluster_domain=os.environ.get("CLUSTER_DOMAIN") or "cluster.local",
+        )

@@ -1,0 +1,170 @@
+"""The RayJob reconciler: KubeRay's state machine, event driven (RAYJOB.md §3).
+
+Each pass: load the RayJob (gone → :meth:`Memory.forget` and its metrics); skip it if
+``spec.managedBy`` names another controller; run the finalizer on deletion; validate (an invalid
+spec → ``ValidationFailed`` with KubeRay's event, and — unlike KubeRay — a fixed spec starts the
+job afresh); add the finalizer; then call the phase of the current ``jobDeploymentStatus``,
+chaining transitions within the pass (New ends it: the names it picked must be persisted before
+anything is created under them); then the counters/retry rule; then one status write.
+
+Requeue: never on a fixed period. Watches wake the job (its spec, its RayCluster, its submitter
+Job, its Service); a phase asks for a timer only while one is pending (deadline, TTL, dashboard
+poll of a live Ray job, status-check back-off).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from controllers import constants as C
+from controllers.api.job_validation import validate_rayjob
+from controllers.common.cache import CacheReader
+from controllers.common.events import Recorder
+from controllers.ray.dashboard import DashboardClientFactory
+from controllers.rayjob import cleanup, lifecycle, running
+from controllers.rayjob.builders import RAYJOB_FINALIZER
+from controllers.rayjob.context import JobContext
+from controllers.rayjob.memory import Memory
+from controllers.rayjob.metrics import forget_job
+from controllers.rayjob.options import RayJobOptions
+from controllers.rayjob.status import apply_transition_rules, write_status
+from kuberay_py.client import Client
+from kuberay_py.clock import Clock, RealClock
+from kuberay_py.controller import Request, Result
+from kuberay_py.log import get_logger
+from kuberay_py.objects import Obj
+
+__all__ = ["RayJobReconciler"]
+
+log = get_logger("controllers.rayjob")
+MANAGED_BY_KUBERAY = "ray.io/kuberay-operator"
+_REASONS = {"metadata": "InvalidRayJobMetadata", "spec": "InvalidRayJobSpec", "status": "InvalidRayJobStatus"}
+MAX_CHAINED = 6
+
+
+async def _noop(ctx: JobContext) -> None:
+    return None
+
+
+def _phase(state: str) -> Callable[[JobContext], Awaitable[None]]:
+    async def sync(fn: Callable[[JobContext], None], ctx: JobContext) -> None:
+        fn(ctx)
+
+    table: dict[str, Callable[[JobContext], Awaitable[None]]] = {
+        "": lambda ctx: sync(lifecycle.new, ctx),
+        "Initializing": lifecycle.initializing,
+        "Waiting": lambda ctx: sync(lifecycle.waiting, ctx),
+        "Running": running.running,
+        "Suspending": lifecycle.suspending_or_retrying,
+        "Retrying": lifecycle.suspending_or_retrying,
+        "Suspended": lambda ctx: sync(lifecycle.suspended, ctx),
+        "Complete": cleanup.terminal,
+        "Failed": cleanup.terminal,
+    }
+    return table.get(state, _noop)
+
+
+class RayJobReconciler:
+    def __init__(
+        self,
+        client: Client,
+        cache: CacheReader,
+        recorder: Recorder,
+        dashboards: DashboardClientFactory,
+        *,
+        clock: Clock | None = None,
+        options: RayJobOptions | None = None,
+    ) -> None:
+        self.client = client
+        self.cache = cache
+        self.recorder = recorder
+        self.dashboards = dashboards
+        self.clock = clock or RealClock()
+        self.options = options or RayJobOptions()
+        self.memory = Memory()
+
+    def _latest(self, key: str, cached: Obj) -> tuple[Obj, JobContext]:
+        memo = self.memory.memo(key, cached["metadata"]["uid"])
+        job = cached
+        if memo.written is not None:
+            over, obj = memo.written
+            if cached["metadata"].get("resourceVersion") == over:
+                job = obj
+            else:
+                memo.written = None
+        status = dict(job.get("status") or {})
+        ctx = JobContext(
+            self.client,
+            self.cache,
+            self.recorder,
+            self.clock,
+            self.options,
+            self.dashboards,
+            memo,
+            job,
+            status,
+        )
+        return job, ctx
+
+    def _remember(self, ctx: JobContext, over: Obj, written: Obj) -> None:
+        ctx.memo.written = (str(over["metadata"].get("resourceVersion", "")), written)
+        ctx.job = written
+
+    async def reconcile(self, request: Request) -> Result:
+        key = f"{request.namespace}/{request.name}"
+        cached = self.cache.get(C.RAYJOBS, request.name, request.namespace)
+        if cached is None:
+            self.memory.forget(key)
+            forget_job(request.namespace, request.name)
+            return Result()
+        job, ctx = self._latest(key, cached)
+        managed_by = (job.get("spec") or {}).get("managedBy")
+        if managed_by and managed_by != MANAGED_BY_KUBERAY:
+            return Result()
+        if job["metadata"].get("deletionTimestamp"):
+            await cleanup.finalize(ctx)
+            return Result(requeue=True) if ctx.requeue_now else Result()
+
+        errors = validate_rayjob(job, deletion_gate=self.options.deletion_policy)
+        if errors:
+            first = errors[0]
+            message = "\n".join(e.message for e in errors)
+            if ctx.state != "ValidationFailed" or ctx.status.get("message") != message:
+                self.recorder.event(job, C.WARNING, _REASONS[first.category], f"{key}: {message}")
+            ctx.status.update(
+                jobDeploymentStatus="ValidationFailed", reason="ValidationFailed", message=message
+            )
+            await self._write(ctx)
+            return Result()  # a spec change wakes us
+        if ctx.state == "ValidationFailed":
+            # KubeRay never leaves ValidationFailed; a fixed spec starts the job afresh here.
+            for field in ("reason", "message"):
+                ctx.status.pop(field, None)
+            ctx.status["jobDeploymentStatus"] = ""
+
+        if RAYJOB_FINALIZER not in (job["metadata"].get("finalizers") or []):
+            written = await cleanup.add_finalizer(ctx)
+            self._remember(ctx, job, written)
+
+        old_state = str((ctx.job.get("status") or {}).get("jobDeploymentStatus") or "")
+        if old_state == "ValidationFailed":
+            old_state = ""
+        for _ in range(MAX_CHAINED):
+            before = ctx.state
+            ctx.requeue_now = False
+            await _phase(before)(ctx)
+            if ctx.state == before or before == "" or ctx.state in ("Complete", "Failed", "Retrying"):
+                break
+        apply_transition_rules(ctx, old_state)
+        await self._write(ctx)
+        if ctx.requeue_now:
+            return Result(requeue=True)
+        if ctx.wake is not None:
+            return Result(requeue_after=max(ctx.wake, 0.001))
+        return Result()
+
+    async def _write(self, ctx: JobContext) -> None:
+        over = ctx.job
+        written = await write_status(ctx)
+        if written is not None:
+            self._remember(ctx, over, written)

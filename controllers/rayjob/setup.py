@@ -1,0 +1,96 @@
+"""Wiring the RayJob controller into a manager.
+
+Watches: ``for_(RayJob)`` on generation, label, annotation and deletion changes (our own status
+writes wake nothing); ``owns`` RayCluster (its readiness and status), the submitter batch/v1 Job
+(its Complete/Failed conditions) and the ``<rayjob>-head-svc`` Service; and RayClusters mapped to
+the RayJobs whose ``clusterSelector`` names them (a selected cluster appearing or becoming ready
+wakes the job). The submitter Job is in the manager's Job cache through its
+``app.kubernetes.io/created-by=kuberay-operator`` label (the cache selector both controllers use).
+
+A new watch goes here; what a reconcile does with it goes in a phase module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from controllers import constants as C
+from controllers.ray.dashboard import DashboardClientFactory
+from controllers.rayjob.options import RayJobOptions
+from controllers.rayjob.reconciler import RayJobReconciler
+from kuberay_py.client.resources import JOBS, SERVICES
+from kuberay_py.clock import Clock
+from kuberay_py.controller import (
+    AnnotationsChanged,
+    GenerationChanged,
+    LabelsChanged,
+    PredicateFuncs,
+    Request,
+    or_,
+)
+
+if TYPE_CHECKING:
+    from kuberay_py.manager.manager import Manager
+
+__all__ = ["CONTROLLER_NAME", "setup"]
+
+CONTROLLER_NAME = "rayjob-controller"
+
+
+def setup(
+    manager: Manager,
+    *,
+    dashboard_factory: DashboardClientFactory | None = None,
+    options: RayJobOptions | None = None,
+    max_concurrent_reconciles: int = 4,
+    clock: Clock | None = None,
+) -> RayJobReconciler:
+    """Register the RayJob controller with a :class:`kuberay_py.manager.Manager`."""
+    dashboards = dashboard_factory or DashboardClientFactory()
+    reconciler = RayJobReconciler(
+        manager.client,
+        manager.cache,
+        manager.event_recorder(CONTROLLER_NAME),
+        dashboards,
+        clock=clock or manager.clock,
+        options=options or RayJobOptions.from_env(),
+    )
+    cache = manager.cache
+
+    def selected_cluster_to_jobs(cluster: Mapping[str, Any]) -> list[Request]:
+        meta = cluster.get("metadata") or {}
+        name, ns = meta.get("name"), meta.get("namespace", "")
+        return [
+            Request(ns, job["metadata"]["name"])
+            for job in cache.list(C.RAYJOBS, ns)
+            if ((job.get("spec") or {}).get("clusterSelector") or {}).get(C.RAY_CLUSTER_LABEL_KEY) == name
+        ]
+
+    primary = or_(
+        GenerationChanged(),
+        LabelsChanged(),
+        AnnotationsChanged(),
+        PredicateFuncs(lambda obj: bool((obj.get("metadata") or {}).get("deletionTimestamp"))),
+    )
+    (
+        manager.controller(CONTROLLER_NAME)
+        .for_(C.RAYJOBS, predicates=[primary])
+        .owns(C.RAYCLUSTERS)
+        .owns(JOBS)
+        .owns(SERVICES)
+        .watches(C.RAYCLUSTERS, selected_cluster_to_jobs)
+        .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
+        .complete(reconciler)
+    )
+
+    async def close_dashboards() -> None:
+        import anyio
+
+        try:
+            await anyio.sleep_forever()
+        finally:
+            await dashboards.close()
+
+    manager.add_runnable(close_dashboards, needs_leader_election=False, name="rayjob-dashboards")
+    return reconciler

@@ -1,0 +1,157 @@
+"""RayJob scenario harness: envtest + simulator + fake Ray + the RayCluster and RayJob controllers.
+
+One Environment per test module (each test gets its own namespace); the operator runs on this
+loop with short dashboard polls. RayJob manifests are KubeRay's ``ray-job.sample.yaml`` cut to a
+head-only cluster, with a test entrypoint following raysim's convention (``sleep N``, ``exit N``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from controllers.constants import RAYCLUSTERS, RAYJOBS
+from controllers.ray.dashboard import DashboardClientFactory
+from controllers.raycluster.setup import cache_selectors, cache_transforms
+from controllers.raycluster.setup import setup as setup_raycluster
+from controllers.rayjob.options import RayJobOptions
+from controllers.rayjob.reconciler import RayJobReconciler
+from controllers.rayjob.setup import setup as setup_rayjob
+from controllers.raysim import RayPodRuntime, Timings
+from controllers.raysim.jobs import JobTable
+from kuberay_py.client import Client, ClientConfig, NotFound
+from kuberay_py.envtest import Environment
+from kuberay_py.manager import Manager, ManagerOptions
+from tests.polling import eventually
+
+ROOT = Path(__file__).resolve().parents[1]
+CRD_DIR = ROOT / "config" / "crd" / "bases"
+SAMPLES = ROOT / "tests" / "fixtures" / "kuberay" / "samples"
+PROBE_SCALE = 0.1
+TIMINGS = Timings(build_s=0.3, replica_start_s=0.3, drain_s=3.0, unschedulable_warn_s=30.0)
+OPTIONS = RayJobOptions(poll_min=0.2, poll_max=1.0, status_check_timeout=300.0)
+WAIT = 40.0  # bound on eventual consistency on a loaded 2-core machine, not a performance figure
+
+
+@dataclass
+class JobOperator:
+    manager: Manager
+    rayjob: RayJobReconciler
+    task: asyncio.Task[None]
+
+    async def stop(self) -> None:
+        if self.task.done():
+            return
+        self.manager.stop()
+        try:
+            await asyncio.wait_for(self.task, 15)
+        except Exception:
+            self.task.cancel()
+
+
+def start_job_operator(config: ClientConfig, options: RayJobOptions = OPTIONS) -> JobOperator:
+    mgr = Manager(
+        config,
+        ManagerOptions(
+            metrics_bind_address="0",
+            health_probe_bind_address="0",
+            cache_selectors=cache_selectors(),
+            cache_transforms=cache_transforms(),
+            graceful_shutdown_timeout=5.0,
+        ),
+    )
+    setup_raycluster(mgr)
+    reconciler = setup_rayjob(mgr, dashboard_factory=DashboardClientFactory(), options=options)
+    return JobOperator(mgr, reconciler, asyncio.create_task(mgr.run(install_signal_handlers=False)))
+
+
+def rayjob(name: str, entrypoint: str = "sleep 1", **spec: Any) -> dict[str, Any]:
+    """``ray-job.sample.yaml``'s RayJob, named ``name``, head only, with ``spec`` overrides."""
+    doc = next(
+        d
+        for d in yaml.safe_load_all((SAMPLES / "ray-job.sample.yaml").read_text())
+        if d.get("kind") == "RayJob"
+    )
+    doc = copy.deepcopy(doc)
+    doc["metadata"] = {"name": name}
+    doc["spec"].pop("runtimeEnvYAML", None)
+    doc["spec"]["entrypoint"] = entrypoint
+    cluster = doc["spec"]["rayClusterSpec"]
+    cluster.pop("workerGroupSpecs", None)
+    head = cluster["headGroupSpec"]["template"]["spec"]
+    head.pop("volumes", None)
+    for c in head["containers"]:
+        c.pop("volumeMounts", None)
+    doc["spec"].update(spec)
+    return doc
+
+
+@dataclass
+class JobScenario:
+    env: Environment
+    client: Client
+    namespace: str
+    runtime: RayPodRuntime
+    operator: JobOperator
+
+    async def create(self, doc: dict[str, Any]) -> dict[str, Any]:
+        created: dict[str, Any] = await self.client.create(RAYJOBS, doc, self.namespace)
+        return created
+
+    async def get(self, name: str) -> dict[str, Any]:
+        obj: dict[str, Any] = await self.client.get(RAYJOBS, name, self.namespace)
+        return obj
+
+    async def patch_spec(self, name: str, spec: dict[str, Any]) -> None:
+        await self.client.patch(RAYJOBS, name, {"spec": spec}, self.namespace)
+
+    async def until(self, name: str, want: dict[str, Any], timeout: float = WAIT) -> dict[str, Any]:
+        """The RayJob once every ``status`` field in ``want`` has the wanted value."""
+
+        async def check() -> dict[str, Any] | None:
+            job = await self.get(name)
+            status = job.get("status") or {}
+            return job if all(status.get(k) == v for k, v in want.items()) else None
+
+        try:
+            return dict(await eventually(check, f"{name} status {want}", timeout))
+        except AssertionError as exc:
+            status = dict((await self.get(name)).get("status") or {})
+            status.pop("rayClusterStatus", None)
+            raise AssertionError(f"{exc}\nstatus: {status}") from None
+
+    async def gone(self, res: Any, name: str, timeout: float = WAIT) -> None:
+        async def absent() -> bool | None:
+            try:
+                await self.client.get(res, name, self.namespace)
+            except NotFound:
+                return True
+            return None
+
+        await eventually(absent, f"{res.kind} {name} deleted", timeout)
+
+    def jobs_of(self, cluster: str) -> JobTable:
+        return self.runtime.cluster(self.namespace, cluster).jobs
+
+    async def clusters(self) -> list[str]:
+        items = (await self.client.list(RAYCLUSTERS, self.namespace))["items"]
+        return sorted(i["metadata"]["name"] for i in items)
+
+
+async def job_environment() -> AsyncIterator[tuple[Environment, RayPodRuntime, JobOperator]]:
+    runtime = RayPodRuntime(timings=TIMINGS)
+    async with Environment(
+        [str(CRD_DIR)], simulate=True, pod_runtime=runtime, probe_period_scale=PROBE_SCALE
+    ) as env:
+        op = start_job_operator(env.client_config)
+        try:
+            yield env, runtime, op
+        finally:
+            await op.stop()
+            await runtime.close()
