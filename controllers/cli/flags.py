@@ -72,6 +72,25 @@ def _non_negative_float(value: str) -> float:
     return number
 
 
+# KubeRay v1.7's gates this operator implements, with their defaults (RAYJOB.md §9).
+FEATURE_GATES: dict[str, bool] = {"RayCronJob": False, "RayJobDeletionPolicy": True}
+
+
+def parse_feature_gates(value: str) -> dict[str, bool]:
+    """``A=true,B=false`` (Kubernetes' syntax) over the defaults; an unknown gate is an error."""
+    gates = dict(FEATURE_GATES)
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        name, eq, raw = item.partition("=")
+        if name not in FEATURE_GATES:
+            raise argparse.ArgumentTypeError(f"unrecognized feature gate: {name}")
+        if not eq or raw.lower() not in ("true", "false"):
+            raise argparse.ArgumentTypeError(f"invalid value of {name}: {raw!r}, want true or false")
+        gates[name] = raw.lower() == "true"
+    return gates
+
+
 def _namespaces(value: str) -> list[str]:
     return [ns.strip() for ns in value.split(",") if ns.strip()]
 
@@ -99,6 +118,7 @@ class OperatorFlags:
     graceful_shutdown_timeout: float = 30.0
     # None: KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV, else 300 s.
     raycluster_resync_period: float | None = None
+    feature_gates: dict[str, bool] = field(default_factory=lambda: dict(FEATURE_GATES))
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -143,6 +163,12 @@ def _add_operator_tuning(p: argparse.ArgumentParser) -> None:
         type=_positive_float,
         default=5.0,
         help="seconds between checks of one head Pod's Serve proxy (default 5)",
+    )
+    p.add_argument(
+        "--feature-gates",
+        type=parse_feature_gates,
+        default=dict(FEATURE_GATES),
+        help="KubeRay feature gates, e.g. RayCronJob=true (default: RayCronJob off, RayJobDeletionPolicy on)",
     )
     p.add_argument(
         "--raycluster-resync-period",

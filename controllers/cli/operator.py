@@ -1,4 +1,5 @@
-"""Assembles the operator: one Manager with the RayCluster and RayService controllers.
+"""Assembles the operator: one Manager with the RayCluster, RayService and RayJob controllers
+(and RayCronJob behind its feature gate).
 
 ``run`` and ``demo`` both call :func:`build_manager`, so the demo exercises exactly the wiring a
 cluster runs: the same cache selectors and transforms (only Ray Pods are cached, and only the
@@ -8,6 +9,7 @@ metrics.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -17,6 +19,8 @@ from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.metrics import register_info_metrics
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
+from controllers.raycronjob.setup import setup as setup_raycronjob
+from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.setup import setup as setup_rayjob
 from controllers.rayservice.setup import setup as setup_rayservice
 from kuberay_py.cache import CacheNotSynced
@@ -63,7 +67,14 @@ def build_manager(
         head_check_period=flags.head_proxy_health_period,
     )
 
-    setup_rayjob(manager, max_concurrent_reconciles=flags.reconcile_concurrency)
+    gates = flags.feature_gates
+    setup_rayjob(
+        manager,
+        max_concurrent_reconciles=flags.reconcile_concurrency,
+        options=dataclasses.replace(RayJobOptions.from_env(), deletion_policy=gates["RayJobDeletionPolicy"]),
+    )
+    if gates["RayCronJob"]:
+        setup_raycronjob(manager, max_concurrent_reconciles=flags.reconcile_concurrency)
 
     def cached(res: Resource) -> list[dict[str, Any]]:
         try:

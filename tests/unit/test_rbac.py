@@ -26,6 +26,9 @@ EXTRA: dict[Permission, str] = {
     ("ray.io", "rayservices/finalizers", "update"): (
         "OwnerReferencesPermissionEnforcement: RayClusters/Services carry blockOwnerDeletion=true"
     ),
+    ("ray.io", "raycronjobs/finalizers", "update"): (
+        "OwnerReferencesPermissionEnforcement: child RayJobs carry blockOwnerDeletion=true"
+    ),
     ("ray.io", "rayjobs/finalizers", "update"): (
         "OwnerReferencesPermissionEnforcement: RayClusters/Jobs/Services carry blockOwnerDeletion=true"
     ),

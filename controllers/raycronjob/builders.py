@@ -1,0 +1,34 @@
+"""The child RayJob of one RayCronJob tick (RAYJOB.md §7.2 step 5), a pure function."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+
+from controllers.rayjob.builders import CRONJOB_NAME_LABEL, CRONJOB_TIMESTAMP_ANNOTATION, controller_ref
+from kuberay_py.objects import Obj
+
+__all__ = ["child_name", "child_rayjob"]
+
+
+def child_name(cron_name: str, tick: datetime) -> str:
+    """``<cron>-<minutes since the epoch>``: deterministic, so a repeated attempt hits AlreadyExists."""
+    return f"{cron_name}-{int(tick.timestamp()) // 60}"
+
+
+def child_rayjob(cron: Obj, tick: datetime) -> Obj:
+    meta = cron["metadata"]
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {
+            "name": child_name(meta["name"], tick),
+            "namespace": meta["namespace"],
+            "labels": {CRONJOB_NAME_LABEL: meta["name"]},
+            "annotations": {
+                CRONJOB_TIMESTAMP_ANNOTATION: tick.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            },
+            "ownerReferences": [controller_ref(cron)],
+        },
+        "spec": copy.deepcopy((cron.get("spec") or {}).get("jobTemplate") or {}),
+    }

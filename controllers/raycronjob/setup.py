@@ -1,0 +1,36 @@
+"""Wiring the RayCronJob controller (feature gate ``RayCronJob``, off by default as in KubeRay).
+
+Watches ``for_(RayCronJob)`` on generation changes only: its own ``lastScheduleTime`` writes wake
+nothing (the next tick is a timer). No ``owns``: the child RayJobs live on their own, as KubeRay's.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from controllers import constants as C
+from controllers.raycronjob.reconciler import RayCronJobReconciler
+from kuberay_py.clock import Clock
+from kuberay_py.controller import GenerationChanged
+
+if TYPE_CHECKING:
+    from kuberay_py.manager.manager import Manager
+
+__all__ = ["CONTROLLER_NAME", "setup"]
+
+CONTROLLER_NAME = "raycronjob-controller"
+
+
+def setup(
+    manager: Manager, *, clock: Clock | None = None, max_concurrent_reconciles: int = 1
+) -> RayCronJobReconciler:
+    reconciler = RayCronJobReconciler(
+        manager.client, manager.cache, manager.event_recorder(CONTROLLER_NAME), clock=clock or manager.clock
+    )
+    (
+        manager.controller(CONTROLLER_NAME)
+        .for_(C.RAYCRONJOBS, predicates=[GenerationChanged()])
+        .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
+        .complete(reconciler)
+    )
+    return reconciler

@@ -1,0 +1,134 @@
+"""The RayCronJob controller on a FakeClock: children on schedule, no burst after an outage,
+suspend, invalid specs, and the feature gate (off by default, as in KubeRay)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from controllers.cli.flags import operator_flags, parse_args
+from controllers.constants import RAYCRONJOBS, RAYJOBS
+from controllers.raycronjob.setup import setup as setup_raycronjob
+from kuberay_py.client import Client
+from kuberay_py.clock import FakeClock, parse_rfc3339
+from kuberay_py.envtest import Environment
+from kuberay_py.manager import Manager, ManagerOptions
+from tests.polling import eventually
+from tests.rayjob_harness import rayjob
+
+CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd" / "bases"
+
+
+@pytest_asyncio.fixture(loop_scope="session", scope="module")
+async def env() -> AsyncIterator[Environment]:
+    async with Environment([str(CRD_DIR)]) as e:
+        yield e
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def cron_env(env: Environment) -> AsyncIterator[tuple[Client, str, FakeClock]]:
+    clock = FakeClock(wall_start=datetime.now(UTC))
+    mgr = Manager(
+        env.client_config,
+        ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0"),
+        clock=clock,
+    )
+    setup_raycronjob(mgr)
+    task = asyncio.create_task(mgr.run(install_signal_handlers=False))
+    client = env.new_client()
+    ns = await env.create_namespace()
+    try:
+        yield client, ns, clock
+    finally:
+        mgr.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(task, 10)
+        await env.delete_namespace(ns)
+        await client.close()
+
+
+def cron(name: str, schedule: str, **spec: Any) -> dict[str, Any]:
+    template = rayjob("t", submissionMode="HTTPMode")["spec"]
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCronJob",
+        "metadata": {"name": name},
+        "spec": {"schedule": schedule, "timeZone": "UTC", "jobTemplate": template, **spec},
+    }
+
+
+async def children(client: Client, ns: str, cron_name: str) -> list[dict[str, Any]]:
+    items = (await client.list(RAYJOBS, ns, label_selector=f"ray.io/cronjob-name={cron_name}"))["items"]
+    return sorted(items, key=lambda j: j["metadata"]["name"])
+
+
+async def test_children_follow_the_schedule_and_a_resume_runs_only_the_latest_missed_tick(
+    cron_env: tuple[Client, str, FakeClock],
+) -> None:
+    client, ns, clock = cron_env
+    created = await client.create(RAYCRONJOBS, cron("nightly", "*/5 * * * *"), ns)
+    start = parse_rfc3339(created["metadata"]["creationTimestamp"])
+    assert start is not None
+    assert await children(client, ns, "nightly") == []
+    # Step to just after the first tick (a multiple of 5 minutes after creation).
+    first = (int(start.timestamp()) // 300 + 1) * 300
+    await clock.advance(first - clock.utcnow().timestamp() + 1)
+
+    async def n_children(n: int) -> list[dict[str, Any]] | None:
+        kids = await children(client, ns, "nightly")
+        return kids if len(kids) == n else None
+
+    (child,) = await eventually(lambda: n_children(1), "first child", 20)
+    assert child["metadata"]["name"] == f"nightly-{first // 60}"
+    assert child["metadata"]["annotations"]["ray.io/cronjob-scheduled-timestamp"] == datetime.fromtimestamp(
+        first, UTC
+    ).strftime("%Y-%m-%dT%H:%M:%SZ")
+    (ref,) = child["metadata"]["ownerReferences"]
+    assert (ref["kind"], ref["name"], ref["controller"]) == ("RayCronJob", "nightly", True)
+    assert child["spec"]["submissionMode"] == "HTTPMode"
+    status = (await client.get(RAYCRONJOBS, "nightly", ns))["status"]
+    assert parse_rfc3339(status["lastScheduleTime"]) == datetime.fromtimestamp(first, UTC)
+    # Three ticks missed while suspended: on resume one child, for the latest tick (KubeRay
+    # replays all three, earliest first).
+    await client.patch(RAYCRONJOBS, "nightly", {"spec": {"suspend": True}}, ns)
+    await eventually(lambda: _event(client, ns, "SuspendedRayCronJob"), "suspended", 20)
+    await clock.advance(3 * 300)
+    assert len(await children(client, ns, "nightly")) == 1
+    await client.patch(RAYCRONJOBS, "nightly", {"spec": {"suspend": False}}, ns)
+    kids = await eventually(lambda: n_children(2), "one catch-up child", 20)
+    # KubeRay's catch-up creates the earliest missed tick first; the latest one shows it did not.
+    assert kids[1]["metadata"]["name"] == f"nightly-{(first + 900) // 60}"
+    status = (await client.get(RAYCRONJOBS, "nightly", ns))["status"]
+    assert parse_rfc3339(status["lastScheduleTime"]) == datetime.fromtimestamp(first + 900, UTC)
+
+
+async def _event(client: Client, ns: str, reason: str) -> bool | None:
+    items = (await client.request("GET", f"/apis/events.k8s.io/v1/namespaces/{ns}/events"))["items"]
+    return True if any(e.get("reason") == reason for e in items) else None
+
+
+async def test_suspend_and_invalid_specs_create_nothing(cron_env: tuple[Client, str, FakeClock]) -> None:
+    client, ns, clock = cron_env
+    await client.create(RAYCRONJOBS, cron("held", "* * * * *", suspend=True), ns)
+    await client.create(RAYCRONJOBS, cron("bad", "61 * * * *"), ns)
+
+    async def reasons() -> set[str] | None:
+        items = (await client.request("GET", f"/apis/events.k8s.io/v1/namespaces/{ns}/events"))["items"]
+        found = {e.get("reason") for e in items}
+        return found if {"SuspendedRayCronJob", "InvalidRayCronJobSpec"} <= found else None
+
+    await eventually(reasons, "suspended and invalid events", 20)
+    await clock.advance(180)
+    assert await children(client, ns, "held") == [] and await children(client, ns, "bad") == []
+
+
+@pytest.mark.parametrize(("argv", "on"), [([], False), (["--feature-gates", "RayCronJob=true"], True)])
+def test_the_feature_gate_is_off_by_default(argv: list[str], on: bool) -> None:
+    assert operator_flags(parse_args(argv)).feature_gates["RayCronJob"] is on
