@@ -64,6 +64,34 @@ def _default_container(c: dict[str, Any]) -> None:
                 hg.setdefault("scheme", "HTTP")
 
 
+_DEFAULT_NOEXECUTE_TAINTS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+def _default_field_refs(container: dict[str, Any]) -> None:
+    """``fieldRef.apiVersion`` defaults to ``v1`` (SetDefaults_ObjectFieldSelector)."""
+    for env in container.get("env") or []:
+        ref = (env.get("valueFrom") or {}).get("fieldRef") if isinstance(env, dict) else None
+        if isinstance(ref, dict):
+            ref.setdefault("apiVersion", "v1")
+
+
+def _default_toleration_seconds(spec: dict[str, Any]) -> None:
+    """The DefaultTolerationSeconds admission plugin (on by default): 300 s for the two taints."""
+    tolerations = spec.get("tolerations") or []
+    for key in _DEFAULT_NOEXECUTE_TAINTS:
+        tolerated = any(
+            isinstance(t, dict)
+            and (t.get("key") == key or (not t.get("key") and t.get("operator") == "Exists"))
+            and t.get("effect") in (None, "", "NoExecute")
+            for t in tolerations
+        )
+        if not tolerated:
+            tolerations.append(
+                {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}
+            )
+    spec["tolerations"] = tolerations
+
+
 def default_pod_spec(spec: dict[str, Any]) -> None:
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
@@ -79,6 +107,7 @@ def default_pod_spec(spec: dict[str, Any]) -> None:
         for c in spec.get(key) or []:
             if isinstance(c, dict):
                 _default_container(c)
+                _default_field_refs(c)
     for v in spec.get("volumes") or []:
         if isinstance(v, dict):
             for src in ("configMap", "secret"):
@@ -121,6 +150,7 @@ class PodHooks(_NoHooks):
         if causes:
             return causes
         default_pod_spec(spec)
+        _default_toleration_seconds(spec)
         obj["status"] = {"phase": "Pending", "qosClass": _qos(spec)}
         return []
 
@@ -188,6 +218,47 @@ class ServiceHooks(_NoHooks):
         self.network = ipaddress.ip_network(cidr)
         self.used: set[str] = {str(self.network.network_address + 1)}  # the "kubernetes" Service
         self._next = 10
+        self.node_ports: set[int] = set()
+        self._next_node_port = 30000
+
+    def _allocate_node_port(self) -> int | None:
+        """The next free port of the default NodePort range 30000-32767."""
+        for _ in range(2768):
+            port = self._next_node_port
+            self._next_node_port = port + 1 if port < 32767 else 30000
+            if port not in self.node_ports:
+                self.node_ports.add(port)
+                return port
+        return None
+
+    def _default_node_ports(self, spec: dict[str, Any], old: dict[str, Any] | None) -> list[Cause]:
+        """NodePort and LoadBalancer Services: a nodePort per port, as kube-apiserver allocates them.
+
+        On update an omitted nodePort keeps the old one of the same port (patchAllocatedValues).
+        """
+        if spec.get("type") not in ("NodePort", "LoadBalancer"):
+            return []
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+        if spec["type"] == "LoadBalancer":
+            spec.setdefault("allocateLoadBalancerNodePorts", True)
+            if spec["allocateLoadBalancerNodePorts"] is False:
+                return []
+        previous = {
+            (p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
+            for p in (old or {}).get("ports") or []
+            if isinstance(p, dict)
+        }
+        for i, p in enumerate(spec.get("ports") or []):
+            if not isinstance(p, dict) or p.get("nodePort"):
+                if isinstance(p, dict) and old is None:
+                    self.node_ports.add(int(p["nodePort"]))
+                continue
+            kept = previous.get((p.get("port"), p.get("protocol", "TCP")))
+            port = kept or self._allocate_node_port()
+            if port is None:
+                return [invalid(f"spec.ports[{i}].nodePort", 0, "range is full")]
+            p["nodePort"] = port
+        return []
 
     def _allocate(self) -> str | None:
         size = self.network.num_addresses - 2
@@ -233,6 +304,9 @@ class ServiceHooks(_NoHooks):
         spec.setdefault("sessionAffinity", "None")
         if stype == "ExternalName":
             return []
+        node_port_causes = self._default_node_ports(spec, None)
+        if node_port_causes:
+            return node_port_causes
         spec.setdefault("internalTrafficPolicy", "Cluster")
         ip = spec.get("clusterIP")
         if ip in (None, ""):
@@ -281,12 +355,15 @@ class ServiceHooks(_NoHooks):
         for k in ("type", "sessionAffinity", "ipFamilies", "ipFamilyPolicy", "internalTrafficPolicy"):
             if k in ospec:
                 nspec.setdefault(k, ospec[k])
-        return []
+        return self._default_node_ports(nspec, ospec)
 
     def after_delete(self, core: ApiCore, rt: ResourceType, obj: Obj) -> None:
         ip = (obj.get("spec") or {}).get("clusterIP")
         if ip and ip != "None":
             self.used.discard(ip)
+        for p in (obj.get("spec") or {}).get("ports") or []:
+            if isinstance(p, dict) and p.get("nodePort"):
+                self.node_ports.discard(int(p["nodePort"]))
 
 
 class SecretHooks(_NoHooks):
