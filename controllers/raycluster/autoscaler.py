@@ -60,7 +60,10 @@ def autoscaler_container(cluster: dict[str, Any], ray_container: dict[str, Any])
     for key in ("env", "envFrom", "volumeMounts"):
         if options.get(key):
             container.setdefault(key, []).extend(copy.deepcopy(options[key]))
-    for key in ("securityContext", "command", "args"):
+    # A securityContext is copied even when empty (KubeRay copies any non-nil pointer).
+    if options.get("securityContext") is not None:
+        container["securityContext"] = copy.deepcopy(options["securityContext"])
+    for key in ("command", "args"):
         if options.get(key):
             container[key] = copy.deepcopy(options[key])
     return container

@@ -31,7 +31,21 @@ from kuberay_py.client import AlreadyExists, NotFound, Resource
 from kuberay_py.client.resources import INGRESSES, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES
 from kuberay_py.objects import Obj
 
-__all__ = ["reconcile_children", "service"]
+__all__ = ["event_noun", "reconcile_children", "service"]
+
+# KubeRay's Normal "Created ..." events name the kind in lower-case words; users alert on them.
+_EVENT_NOUNS = {
+    "Service": "service",
+    "ServiceAccount": "service account",
+    "Role": "role",
+    "RoleBinding": "role binding",
+    "Ingress": "ingress",
+}
+
+
+def event_noun(kind: str) -> str:
+    """How KubeRay's events name a kind ("Created service account NS/x")."""
+    return _EVENT_NOUNS.get(kind, kind)
 
 
 def service(ctx: ClusterContext, name: str) -> Obj | None:
@@ -207,7 +221,7 @@ async def _create(
             ctx.cluster,
             ctx.client.create(res, body, ctx.namespace),
             failed=(failed, f"Failed to create {ref}: {{error}}"),
-            done=(created, f"Created {ref}"),
+            done=(created, f"Created {event_noun(res.kind)} {ctx.namespace}/{name}"),
             expected=(AlreadyExists,),
         )
     except AlreadyExists:

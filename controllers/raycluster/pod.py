@@ -20,6 +20,7 @@ from controllers.raycluster.command import (
 )
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.probes import inject_probes
+from controllers.spechash import recreate_hash
 
 __all__ = ["build_head_pod", "build_worker_pod", "pod_labels", "ray_start_params_for"]
 
@@ -28,26 +29,30 @@ SHARED_MEMORY_PATH = "/dev/shm"
 RAY_LOG_VOLUME = "ray-logs"
 RAY_LOG_PATH = "/tmp/ray"
 
-_FAQ = "the FAQ at https://github.com/ray-project/kuberay/blob/master/docs/guidance/FAQ.md"
-_WAIT_GCS_SCRIPT = """
-SECONDS=0
-while true; do
-  if (( SECONDS <= 120 )); then
-    if ray health-check --address {addr} > /dev/null 2>&1; then
-      echo "GCS is ready."
-      break
-    fi
-    echo "$SECONDS seconds elapsed: Waiting for GCS to be ready."
-  else
-    if ray health-check --address {addr}; then
-      echo "GCS is ready. Any error messages above can be safely ignored."
-      break
-    fi
-    echo "$SECONDS seconds elapsed: Still waiting for GCS to be ready. For troubleshooting, refer to {faq}."
-  fi
-  sleep 5
-done
-"""
+# KubeRay v1.7's script byte for byte (tab-indented, as its Go raw string is): users' log
+# scrapers match its lines, and any difference would show as a Pod spec drift on takeover.
+_FAQ = "the FAQ at https://docs.ray.io/en/master/cluster/kubernetes/troubleshooting.html"
+_WAIT_GCS_SCRIPT = (
+    "\n\t\t\t\t\tSECONDS=0"
+    "\n\t\t\t\t\twhile true; do"
+    "\n\t\t\t\t\t\tif (( SECONDS <= 120 )); then"
+    "\n\t\t\t\t\t\t\tif ray health-check --address {addr} > /dev/null 2>&1; then"
+    '\n\t\t\t\t\t\t\t\techo "GCS is ready."'
+    "\n\t\t\t\t\t\t\t\tbreak"
+    "\n\t\t\t\t\t\t\tfi"
+    '\n\t\t\t\t\t\t\techo "$SECONDS seconds elapsed: Waiting for GCS to be ready."'
+    "\n\t\t\t\t\t\telse"
+    "\n\t\t\t\t\t\t\tif ray health-check --address {addr}; then"
+    '\n\t\t\t\t\t\t\t\techo "GCS is ready. Any error messages above can be safely ignored."'
+    "\n\t\t\t\t\t\t\t\tbreak"
+    "\n\t\t\t\t\t\t\tfi"
+    '\n\t\t\t\t\t\t\techo "$SECONDS seconds elapsed: Still waiting for GCS to be ready. '
+    'For troubleshooting, refer to {faq}."'
+    "\n\t\t\t\t\t\tfi"
+    "\n\t\t\t\t\t\tsleep 5"
+    "\n\t\t\t\t\tdone"
+    "\n\t\t\t\t"
+)
 
 
 def pod_labels(
@@ -214,11 +219,13 @@ def external_storage_namespace(cluster: dict[str, Any]) -> str:
     return str(cluster["metadata"].get("uid", ""))
 
 
-def _wait_gcs_ready_container(ray: dict[str, Any], fqdn: str, port: str) -> dict[str, Any]:
+def _wait_gcs_ready_container(
+    ray: dict[str, Any], fqdn: str, port: str, *, login_shell: bool
+) -> dict[str, Any]:
     container: dict[str, Any] = {
         "name": C.WAIT_GCS_READY_INIT_CONTAINER_NAME,
         "image": ray.get("image"),
-        "command": ["/bin/bash", "-lc", "--"],
+        "command": ["/bin/bash", "-lc" if login_shell else "-c", "--"],
         "args": [_WAIT_GCS_SCRIPT.format(addr=f"{fqdn}:{port}", faq=_FAQ)],
         "resources": {
             "limits": {"cpu": "200m", "memory": "256Mi"},
@@ -263,6 +270,11 @@ def _finish_pod(
         raise ValueError(f"{node_type} Pod template has no containers")
     ray = containers[C.RAY_CONTAINER_INDEX]
     params = ray_start_params_for(cluster, group, node_type, opts)
+    # KubeRay adds these while defaulting the Pod template, before the Ray env, so they come first.
+    if node_type == C.NODE_TYPE_HEAD and common.is_autoscaler_v2(cluster):
+        _append_env(ray, C.RAY_ENABLE_AUTOSCALER_V2, "true")
+    if common.gcs_ft_enabled(cluster):
+        _set_gcs_ft_env(ray, cluster, node_type, external_storage_namespace(cluster))
     annotations = pod["metadata"]["annotations"]
     cluster_annotations = cluster["metadata"].get("annotations") or {}
     if C.RAY_OVERWRITE_CONTAINER_CMD_ANNOTATION_KEY in cluster_annotations:
@@ -293,14 +305,6 @@ def _finish_pod(
         if not _env_exists(init, C.RAY_IP):
             _append_env(init, C.RAY_IP, fqdn.split(".", 1)[0])
     _set_ray_env(ray, cluster, node_type, ray_start_cmd, opts)
-    if common.gcs_ft_enabled(cluster):
-        _set_gcs_ft_env(ray, cluster, node_type, external_storage_namespace(cluster))
-    if (
-        common.is_autoscaling(cluster)
-        and node_type == C.NODE_TYPE_HEAD
-        and not _env_exists(ray, C.RAY_ENABLE_AUTOSCALER_V2)
-    ):
-        _append_env(ray, C.RAY_ENABLE_AUTOSCALER_V2, "true" if common.is_autoscaler_v2(cluster) else "false")
     if opts.enable_probes_injection:
         serve_worker = (
             node_type == C.NODE_TYPE_WORKER
@@ -342,6 +346,10 @@ def build_head_pod(cluster: dict[str, Any], opts: RayClusterOptions) -> dict[str
         annotations[C.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY] = external_storage_namespace(cluster)
     else:
         annotations[C.RAY_FT_ENABLED_ANNOTATION_KEY] = "false"
+    # Every head Pod carries them, whatever the upgrade strategy: the Recreate strategy compares
+    # the hash, and an operator (ours or KubeRay) re-stamps both after a version change.
+    annotations[C.KUBERAY_VERSION_KEY] = C.KUBERAY_VERSION
+    annotations[C.UPGRADE_STRATEGY_RECREATE_HASH_KEY] = recreate_hash(common.spec(cluster))
     spec = pod["spec"]
     if common.is_autoscaling(cluster):
         spec["serviceAccountName"] = autoscaler_service_account_name(cluster)
@@ -372,9 +380,12 @@ def build_worker_pod(
         common.pod_generate_name(f"{name}-{group_name}", C.NODE_TYPE_WORKER),
     )
     labels = pod["metadata"]["labels"]
+    # Multi-host indexing (KubeRay's RayMultiHostIndexing gate, on by default): every worker gets
+    # its replica's index; multi-host replicas also their replica name and host index.
+    if replica_index is not None:
+        labels[C.RAY_WORKER_REPLICA_INDEX_LABEL_KEY] = str(replica_index)
     if replica_name is not None:
         labels[C.RAY_WORKER_REPLICA_NAME_LABEL_KEY] = replica_name
-        labels[C.RAY_WORKER_REPLICA_INDEX_LABEL_KEY] = str(replica_index or 0)
         labels[C.RAY_HOST_INDEX_LABEL_KEY] = str(host_index or 0)
     spec = pod["spec"]
     containers = spec.get("containers") or []
@@ -384,6 +395,7 @@ def build_worker_pod(
                 containers[C.RAY_CONTAINER_INDEX],
                 common.fqdn_ray_ip(cluster, opts.cluster_domain),
                 common.head_port(cluster),
+                login_shell=opts.enable_login_shell,
             )
         )
     if common.is_autoscaler_v2(cluster):

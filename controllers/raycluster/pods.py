@@ -142,12 +142,16 @@ async def _reconcile_group(ctx: ClusterContext, group: Obj, pods: list[Obj]) -> 
         return
     hosts = common.num_of_hosts(group)
     group_name = str(group.get("groupName", ""))
-    if hosts == 1:
-        await _slow_start(ctx, plan.create_replicas, lambda: build_worker_pod(cluster, group, options))
-        return
     index_label = C.RAY_WORKER_REPLICA_INDEX_LABEL_KEY
     used = {int(labels_of(p)[index_label]) for p in pods if labels_of(p).get(index_label, "").isdigit()}
     free = (i for i in range(1 << 30) if i not in used)
+    if hosts == 1:  # each Pod is a replica and gets the lowest free index, as KubeRay numbers them
+        await _slow_start(
+            ctx,
+            plan.create_replicas,
+            lambda: build_worker_pod(cluster, group, options, replica_index=next(free)),
+        )
+        return
     for _ in range(plan.create_replicas):
         index = next(free)
         replica = f"{group_name}-{_random_suffix()}"

@@ -32,11 +32,14 @@ _DEFAULT_PORTS = {
 
 
 def head_service_selector(cluster: dict[str, Any]) -> dict[str, str]:
+    """KubeRay's head selector, including the two ``app.kubernetes.io`` labels every Ray Pod has."""
     name = cluster["metadata"]["name"]
     return {
         C.RAY_CLUSTER_LABEL_KEY: name,
         C.RAY_NODE_TYPE_LABEL_KEY: C.NODE_TYPE_HEAD,
         C.RAY_ID_LABEL_KEY: common.check_name(f"{name}-{C.NODE_TYPE_HEAD}"),
+        C.KUBERNETES_APPLICATION_NAME_LABEL_KEY: C.APPLICATION_NAME,
+        C.KUBERNETES_CREATED_BY_LABEL_KEY: C.COMPONENT_NAME,
     }
 
 
@@ -74,8 +77,7 @@ def build_head_service(cluster: dict[str, Any], *, cluster_ip_service: bool = Fa
     svc_spec = template.get("spec") or {}
     selector = head_service_selector(cluster)
     labels = dict(meta.get("labels") or {})
-    labels.update(selector)
-    labels[C.KUBERNETES_CREATED_BY_LABEL_KEY] = C.COMPONENT_NAME
+    labels.update({k: v for k, v in selector.items() if k != C.KUBERNETES_APPLICATION_NAME_LABEL_KEY})
     labels.setdefault(C.KUBERNETES_APPLICATION_NAME_LABEL_KEY, C.APPLICATION_NAME)
     annotations = dict(meta.get("annotations") or {})
     annotations.update(common.spec(cluster).get("headServiceAnnotations") or {})

@@ -48,6 +48,15 @@ _COMPARED = (
     "desiredTPU",
 )
 
+# int32 fields KubeRay's RayClusterStatus tags omitempty: a zero is not written at all.
+_OMITTED_WHEN_ZERO = (
+    "readyWorkerReplicas",
+    "availableWorkerReplicas",
+    "desiredWorkerReplicas",
+    "minWorkerReplicas",
+    "maxWorkerReplicas",
+)
+
 
 def _pod_resources(template: dict[str, Any]) -> dict[str, tuple[Decimal, Format]]:
     """Requests, with limits filling keys that have no request (KubeRay ``CalculatePodResource``)."""
@@ -245,9 +254,19 @@ def compute_status(
             set_condition(
                 conditions, C.COND_RAYCLUSTER_SUSPENDED, "False", C.COND_RAYCLUSTER_SUSPENDED, "", now=now
             )
-    elif spec.get("suspend"):
+    else:
+        # Both conditions are always present (KubeRay's RayClusterStatusConditions gate), False
+        # until a suspend starts, so tooling can wait on them from the first status.
         set_condition(
-            conditions, C.COND_RAYCLUSTER_SUSPENDING, "True", C.COND_RAYCLUSTER_SUSPENDING, "", now=now
+            conditions, C.COND_RAYCLUSTER_SUSPENDED, "False", C.COND_RAYCLUSTER_SUSPENDED, "", now=now
+        )
+        set_condition(
+            conditions,
+            C.COND_RAYCLUSTER_SUSPENDING,
+            "True" if spec.get("suspend") else "False",
+            C.COND_RAYCLUSTER_SUSPENDING,
+            "",
+            now=now,
         )
 
     if not reconcile_failed and all_ready and not spec.get("suspend"):
@@ -277,6 +296,9 @@ def compute_status(
 
     if status.get("state") != old.get("state") and status.get("state"):
         status.setdefault("stateTransitionTimes", {})[status["state"]] = now
+    for key in _OMITTED_WHEN_ZERO:
+        if status.get(key) == 0:
+            del status[key]
     return status
 
 

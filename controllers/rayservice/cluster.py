@@ -24,6 +24,7 @@ __all__ = [
     "generate_cluster_name",
     "owned_cluster_labels",
     "proxy_location",
+    "with_go_struct_values",
 ]
 
 # kuberay-py only: when a dangling cluster of a RayService may be deleted (RFC 3339, UTC). Kept on
@@ -91,5 +92,23 @@ def build_ray_cluster(rayservice: dict[str, Any], name: str) -> dict[str, Any]:
             "annotations": annotations,
             "ownerReferences": [controller_ref(owner)],
         },
-        "spec": copy.deepcopy(cluster_spec),
+        "spec": with_go_struct_values(cluster_spec),
     }
+
+
+def with_go_struct_values(cluster_spec: dict[str, Any]) -> dict[str, Any]:
+    """A copy with the empty non-pointer structs KubeRay's Go client always sends.
+
+    KubeRay writes the RayCluster from a Go struct, so every pod template has ``metadata: {}`` and
+    every worker group ``scaleStrategy: {}``. Writing the same keeps the stored child spec equal
+    to KubeRay's, so neither operator sees a spec change after a takeover.
+    """
+    spec = copy.deepcopy(cluster_spec)
+    groups = [spec.get("headGroupSpec"), *(spec.get("workerGroupSpecs") or [])]
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("template"), dict):
+            group["template"].setdefault("metadata", {})
+    for group in spec.get("workerGroupSpecs") or []:
+        if isinstance(group, dict):
+            group.setdefault("scaleStrategy", {})
+    return spec

@@ -51,6 +51,7 @@ from controllers.rayservice.status import (
     calculate_conditions,
     initializing_deadline_passed,
     is_initializing_timeout,
+    kuberay_status_shape,
     rfc3339,
     set_condition,
     status_differs,
@@ -343,7 +344,7 @@ class RayServiceReconciler(SuspendPhase, ServingPhases):
             return svc
         status["lastUpdateTime"] = rfc3339(self.clock.utcnow())
         body = copy.deepcopy(svc)
-        body["status"] = status
+        body["status"] = kuberay_status_shape(status)
         updated: dict[str, Any] = await self.client.update_status(RAYSERVICES, body)
         self._written[key] = (str(updated["metadata"].get("resourceVersion")), copy.deepcopy(status))
         return updated

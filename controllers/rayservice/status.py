@@ -22,6 +22,7 @@ __all__ = [
     "initializing_deadline_passed",
     "is_condition_true",
     "is_initializing_timeout",
+    "kuberay_status_shape",
     "ready_endpoint_pod_uids",
     "rfc3339",
     "set_condition",
@@ -169,7 +170,37 @@ def _comparable(status: dict[str, Any] | None) -> dict[str, Any]:
 
 def status_differs(old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:
     """Whether a status write is due: anything but lastUpdateTime and the copied cluster status."""
-    return _comparable(old) != _comparable(new)
+    return _comparable(kuberay_status_shape(old or {})) != _comparable(kuberay_status_shape(new or {}))
+
+
+_ZERO_CLUSTER_STATUS = {"desiredCPU": "0", "desiredGPU": "0", "desiredMemory": "0", "desiredTPU": "0"}
+
+
+def kuberay_status_shape(status: dict[str, Any]) -> dict[str, Any]:
+    """The status as KubeRay's Go types serialise it (a copy).
+
+    ``serviceStatus`` and ``numServeEndpoints`` are omitempty, so an empty/zero one is absent;
+    ``activeServiceStatus``/``pendingServiceStatus`` and their ``rayClusterStatus`` are plain
+    structs, so they are always present, with the zero quantities as ``"0"`` and ``head: {}``.
+    Tools written against KubeRay read these paths, and a takeover in either direction then
+    shows no status churn.
+    """
+    out = copy.deepcopy(status)
+    if out.get("serviceStatus") == "":
+        del out["serviceStatus"]
+    if out.get("numServeEndpoints") == 0:
+        del out["numServeEndpoints"]
+    for key in ("activeServiceStatus", "pendingServiceStatus"):
+        sub = out.get(key)
+        if not isinstance(sub, dict):
+            sub = out[key] = {}
+        cluster_status = sub.get("rayClusterStatus")
+        if not isinstance(cluster_status, dict):
+            cluster_status = sub["rayClusterStatus"] = {}
+        for field, zero in _ZERO_CLUSTER_STATUS.items():
+            cluster_status.setdefault(field, zero)
+        cluster_status.setdefault("head", {})
+    return out
 
 
 def initializing_deadline_passed(status: dict[str, Any], timeout_s: float, now: datetime) -> float | None:

@@ -15,6 +15,7 @@ from controllers.raycluster.services import (
     build_headless_worker_service,
     build_serve_service,
 )
+from controllers.spechash import recreate_hash
 from tests.unit.raycluster.test_pod_builder import cluster
 
 OPTS = RayClusterOptions()
@@ -128,7 +129,7 @@ def test_autoscaler_sidecar_service_account_and_logs_volume() -> None:
     assert {"name": "ray-logs", "mountPath": "/tmp/ray"} in ray["volumeMounts"]
     assert {"name": "ray-logs", "mountPath": "/tmp/ray"} in autoscaler["volumeMounts"]
     assert "--no-monitor" in env_of(ray)["KUBERAY_GEN_RAY_START_CMD"]
-    assert env_of(ray)["RAY_enable_autoscaler_v2"] == "false"
+    assert "RAY_enable_autoscaler_v2" not in env_of(ray)  # KubeRay sets it for v2 only
 
 
 def test_autoscaler_v2_sets_restart_policy_never() -> None:
@@ -153,6 +154,8 @@ def test_gcs_ft_options_env_and_annotations() -> None:
     assert head["metadata"]["annotations"] == {
         "ray.io/ft-enabled": "true",
         "ray.io/external-storage-namespace": "my-ns",
+        "ray.io/kuberay-version": "v1.7.0",
+        "ray.io/upgrade-strategy-recreate-hash": recreate_hash(c["spec"]),
     }
     env = env_of(head["spec"]["containers"][0])
     assert env["RAY_REDIS_ADDRESS"] == "redis:6379"
@@ -171,7 +174,13 @@ def test_head_service_defaults_headless_sorted_ports() -> None:
     svc = build_head_service(cluster())
     assert svc["metadata"]["name"] == "rc-head-svc"
     assert svc["spec"] == {
-        "selector": {"ray.io/cluster": "rc", "ray.io/node-type": "head", "ray.io/identifier": "rc-head"},
+        "selector": {
+            "ray.io/cluster": "rc",
+            "ray.io/node-type": "head",
+            "ray.io/identifier": "rc-head",
+            "app.kubernetes.io/name": "kuberay",
+            "app.kubernetes.io/created-by": "kuberay-operator",
+        },
         "ports": [
             {"name": "client", "port": 10001, "appProtocol": "tcp"},
             {"name": "dashboard", "port": 8265, "appProtocol": "tcp"},

@@ -9,6 +9,7 @@ import pytest
 
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import build_head_pod, build_worker_pod
+from controllers.spechash import recreate_hash
 
 OPTS = RayClusterOptions()
 FQDN = "rc-head-svc.ns.svc.cluster.local"
@@ -133,7 +134,11 @@ def expected_head(crd: str = "RayCluster", serve: bool = False) -> dict[str, Any
             "generateName": "rc-head-",
             "namespace": "ns",
             "labels": labels,
-            "annotations": {"ray.io/ft-enabled": "false"},
+            "annotations": {
+                "ray.io/ft-enabled": "false",
+                "ray.io/kuberay-version": "v1.7.0",
+                "ray.io/upgrade-strategy-recreate-hash": recreate_hash(cluster()["spec"]),
+            },
             "ownerReferences": [OWNER],
         },
         "spec": {
@@ -255,7 +260,7 @@ def expected_worker(
                 {
                     "name": "wait-gcs-ready",
                     "image": "rayproject/ray:2.52.0",
-                    "command": ["/bin/bash", "-lc", "--"],
+                    "command": ["/bin/bash", "-c", "--"],
                     "args": ["<script>"],
                     "resources": {
                         "limits": {"cpu": "200m", "memory": "256Mi"},
@@ -405,4 +410,5 @@ def test_rayservice_head_with_custom_serve_port_never_gets_a_serve_check() -> No
         {"name": "serve", "containerPort": 9000},
         {"name": "metrics", "containerPort": 8080},
     ]
+    expected["metadata"]["annotations"]["ray.io/upgrade-strategy-recreate-hash"] = recreate_hash(c["spec"])
     assert build_head_pod(c, OPTS) == expected

@@ -1,7 +1,7 @@
 import pytest
 
 from controllers import constants as c
-from controllers.rayservice.cluster import build_ray_cluster, generate_cluster_name
+from controllers.rayservice.cluster import build_ray_cluster, generate_cluster_name, with_go_struct_values
 from controllers.rayservice.hashing import spec_hash
 from controllers.rayservice.services import (
     ServeServiceError,
@@ -45,7 +45,10 @@ def test_child_cluster_carries_hash_labels_and_owner(sample_service) -> None:
             "blockOwnerDeletion": True,
         }
     ]
-    assert cluster["spec"] == sample_service["spec"]["rayClusterConfig"]
+    # The empty structs KubeRay's Go client writes are added; nothing else changes.
+    assert cluster["spec"] == with_go_struct_values(sample_service["spec"]["rayClusterConfig"])
+    assert cluster["spec"]["headGroupSpec"]["template"]["metadata"] == {}
+    assert cluster["spec"]["workerGroupSpecs"][0]["scaleStrategy"] == {}
     assert cluster["spec"] is not sample_service["spec"]["rayClusterConfig"]
 
 
@@ -120,6 +123,8 @@ def test_head_service_points_at_the_cluster_head(sample_service) -> None:
         "ray.io/cluster": "rayservice-sample-abcde",
         "ray.io/node-type": "head",
         "ray.io/identifier": "rayservice-sample-abcde-head",
+        "app.kubernetes.io/name": "kuberay",
+        "app.kubernetes.io/created-by": "kuberay-operator",
     }
     assert svc["metadata"]["labels"]["ray.io/identifier"] == "rayservice-sample-head"
     assert svc["metadata"]["ownerReferences"][0]["name"] == "rayservice-sample"

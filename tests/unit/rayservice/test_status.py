@@ -5,6 +5,7 @@ from controllers.rayservice.serve import ServeConfigCache, application_statuses,
 from controllers.rayservice.status import (
     calculate_conditions,
     find_condition,
+    kuberay_status_shape,
     ready_endpoint_pod_uids,
     status_differs,
 )
@@ -139,3 +140,36 @@ def test_idle_refresh_is_spread_and_stable_per_rayservice() -> None:
     assert all(270.0 <= d <= 300.0 for d in delays)
     assert len({round(d, 1) for d in delays}) > 100  # not all in the same second
     assert refresh_delay("ns/svc-1", 300.0) == delays[1]
+
+
+def test_kuberay_status_shape_omits_zero_fields_and_keeps_go_structs() -> None:
+    status = {
+        "serviceStatus": "",
+        "numServeEndpoints": 0,
+        "pendingServiceStatus": {"rayClusterName": "rs-abcde"},
+        "conditions": [],
+    }
+    shaped = kuberay_status_shape(status)
+    zero = {"desiredCPU": "0", "desiredGPU": "0", "desiredMemory": "0", "desiredTPU": "0", "head": {}}
+    assert shaped == {
+        "activeServiceStatus": {"rayClusterStatus": zero},
+        "pendingServiceStatus": {"rayClusterName": "rs-abcde", "rayClusterStatus": zero},
+        "conditions": [],
+    }
+    assert status["serviceStatus"] == "" and "rayClusterStatus" not in status["pendingServiceStatus"]
+    copied = {"desiredCPU": "2500m", "head": {"podName": "p"}}
+    running = {
+        "serviceStatus": "Running",
+        "numServeEndpoints": 2,
+        "activeServiceStatus": {"rayClusterStatus": copied},
+    }
+    shaped = kuberay_status_shape(running)
+    assert shaped["serviceStatus"] == "Running" and shaped["numServeEndpoints"] == 2
+    assert shaped["activeServiceStatus"]["rayClusterStatus"]["desiredCPU"] == "2500m"
+    assert shaped["activeServiceStatus"]["rayClusterStatus"]["desiredGPU"] == "0"
+
+
+def test_shaping_alone_is_not_a_status_change() -> None:
+    status = {"serviceStatus": "", "numServeEndpoints": 0, "conditions": []}
+    assert not status_differs(kuberay_status_shape(status), status)
+    assert status_differs(kuberay_status_shape(status), {**status, "numServeEndpoints": 1})
