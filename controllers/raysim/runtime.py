@@ -41,6 +41,7 @@ class RayPodRuntime:
         self.registry = registry or default_registry()
         self.auth_token = auth_token  # used when a Pod asks for token auth via a Secret reference
         self.clusters: dict[tuple[str, str], RayClusterSim] = {}
+        self.history: list[RayClusterSim] = []  # every cluster ever started (tests count submissions)
         self._pods: dict[str, tuple[tuple[str, str], str]] = {}  # pod uid -> (cluster key, node id)
         self._submitters: dict[str, asyncio.Task[int]] = {}  # pod uid -> the running script
         self.submitter_output: dict[tuple[str, str], list[str]] = {}  # (namespace, pod) -> stdout
@@ -87,6 +88,7 @@ class RayPodRuntime:
                 spec.namespace, spec.cluster, clock=self.clock, timings=self.timings, registry=self.registry
             )
             self.clusters[key] = cluster
+            self.history.append(cluster)
         node_id = await cluster.add_node(spec, ip)
         self._pods[spec.pod_uid] = (key, node_id)
 
