@@ -39,8 +39,10 @@ sys.path.insert(0, str(ROOT))
 
 from controllers import constants as c  # noqa: E402
 from controllers.constants import RAYCLUSTERS, RAYSERVICES  # noqa: E402
+from controllers.ray.health import HeadProxyHealthChecker, HeadTarget, HealthResult  # noqa: E402
 from controllers.rayservice import heads  # noqa: E402
-from controllers.rayservice.reconciler import RayServiceOptions, RayServiceReconciler  # noqa: E402
+from controllers.rayservice.options import RayServiceOptions  # noqa: E402
+from controllers.rayservice.reconciler import RayServiceReconciler  # noqa: E402
 from controllers.rayservice.setup import setup as setup_rayservice  # noqa: E402
 from kuberay_py.client import Client, load_config  # noqa: E402
 from kuberay_py.client.resources import NAMESPACES, PODS  # noqa: E402
@@ -123,14 +125,22 @@ def serve_fake_ray(n_heads: int) -> None:
 # -- the pre-#1808 strategy -----------------------------------------------------------------------
 
 
+class NoSharedChecker(HeadProxyHealthChecker):
+    """Before #1808 there is no shared checker: no verdict ever, so the head-label phase leaves the
+    label to the reconcile's own probing below."""
+
+    def request(self, target: HeadTarget) -> None:
+        return
+
+    def latest(self, pod_uid: str) -> HealthResult | None:
+        return None
+
+
 class Pre1808Reconciler(RayServiceReconciler):
     """KubeRay before PR #1808: each reconcile probes *every* Pod's proxy and requeues after 2 s."""
 
     probes = 0
     session: aiohttp.ClientSession | None = None
-
-    async def _sync_head_label(self, svc: dict[str, Any], cluster: dict[str, Any] | None) -> None:
-        return  # done for every Pod below
 
     async def reconcile(self, request: Request) -> Result:
         await super().reconcile(request)
@@ -293,6 +303,7 @@ class Operator:
         )
         self.rs = setup_rayservice(
             self.manager,
+            checker=NoSharedChecker(period=period) if old else None,
             head_check_period=period,
             max_concurrent_reconciles=4,
             options=RayServiceOptions(serve_poll_interval=2.0, env={}),

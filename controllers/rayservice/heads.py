@@ -17,6 +17,7 @@ from controllers.common.pods import live_pods
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.ray.health import HeadTarget
 from controllers.raycluster.common import find_container_port
+from controllers.rayservice.shapes import cluster_names
 from kuberay_py.client.resources import PODS
 
 __all__ = [
@@ -83,16 +84,6 @@ def head_target(pod: dict[str, Any], owner: str) -> HeadTarget | None:
     )
 
 
-def _cluster_names(rayservice: dict[str, Any]) -> list[str]:
-    status = rayservice.get("status") or {}
-    names = []
-    for key in ("activeServiceStatus", "pendingServiceStatus"):
-        name = (status.get(key) or {}).get("rayClusterName")
-        if name:
-            names.append(str(name))
-    return names
-
-
 def head_targets(cache: CacheReader) -> Iterator[HeadTarget]:
     """Heads of the active and pending clusters of every RayService that may serve from its head."""
     for svc in cache.list(RAYSERVICES):
@@ -102,7 +93,7 @@ def head_targets(cache: CacheReader) -> Iterator[HeadTarget]:
             continue
         namespace = svc["metadata"]["namespace"]
         owner = f"{namespace}/{svc['metadata']['name']}"
-        for cluster_name in _cluster_names(svc):
+        for cluster_name in cluster_names(svc.get("status") or {}):
             pod = head_pod(cache, namespace, cluster_name)
             target = head_target(pod, owner) if pod is not None else None
             if target is not None:

@@ -53,6 +53,9 @@ class ServeConfigCache:
     def __len__(self) -> int:
         return len(self._data)
 
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
 
 def needs_submit(cached: str, current: str, details: ServeDetails) -> tuple[bool, str]:
     """KubeRay's checkIfNeedSubmitServeApplications, with its reasons."""

@@ -29,7 +29,8 @@ from controllers.ray.health import (
     HealthResult,
 )
 from controllers.rayservice import heads
-from controllers.rayservice.reconciler import SERVICE_NAME_LABEL, RayServiceOptions, RayServiceReconciler
+from controllers.rayservice.options import SERVICE_NAME_LABEL, RayServiceOptions
+from controllers.rayservice.reconciler import RayServiceReconciler
 from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SERVICES
 from kuberay_py.controller import (
     AnnotationsChanged,

@@ -9,23 +9,22 @@ reconciled.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
 from controllers import constants as c
+from controllers.common.conditions import ConditionStatus, find_condition, is_condition_true, set_condition
+from controllers.rayservice.shapes import RayServiceStatus, cluster_name
 from kuberay_py.clock import format_rfc3339, parse_rfc3339
 
 __all__ = [
     "calculate_conditions",
-    "find_condition",
     "initializing_deadline_passed",
-    "is_condition_true",
     "is_initializing_timeout",
     "kuberay_status_shape",
     "ready_endpoint_pod_uids",
     "rfc3339",
-    "set_condition",
     "status_differs",
 ]
 
@@ -47,56 +46,13 @@ def ready_endpoint_pod_uids(endpoint_slices: Iterable[dict[str, Any]]) -> dict[s
     return ready
 
 
-def find_condition(conditions: list[dict[str, Any]] | None, type_: str) -> dict[str, Any] | None:
-    for cond in conditions or []:
-        if cond.get("type") == type_:
-            return cond
-    return None
-
-
-def is_condition_true(conditions: list[dict[str, Any]] | None, type_: str) -> bool:
-    cond = find_condition(conditions, type_)
-    return cond is not None and cond.get("status") == "True"
-
-
-def set_condition(
-    conditions: list[dict[str, Any]],
-    type_: str,
-    status: str,
-    reason: str,
-    message: str,
-    *,
-    observed_generation: int,
-    now: datetime,
-) -> None:
-    """apimachinery's meta.SetStatusCondition: lastTransitionTime moves only when status changes."""
-    existing = find_condition(conditions, type_)
-    if existing is None:
-        conditions.append(
-            {
-                "type": type_,
-                "status": status,
-                "observedGeneration": observed_generation,
-                "lastTransitionTime": rfc3339(now),
-                "reason": reason,
-                "message": message,
-            }
-        )
-        return
-    if existing.get("status") != status:
-        existing["status"] = status
-        existing["lastTransitionTime"] = rfc3339(now)
-    existing["reason"] = reason
-    existing["message"] = message
-    existing["observedGeneration"] = observed_generation
-
-
-def calculate_conditions(status: dict[str, Any], *, generation: int, now: datetime) -> None:
+def calculate_conditions(status: RayServiceStatus, *, generation: int, now: datetime) -> None:
     """KubeRay's calculateConditions for ``Ready`` and ``UpgradeInProgress`` (mutates ``status``)."""
-    conditions: list[dict[str, Any]] = status.setdefault("conditions", [])
+    conditions = status.setdefault("conditions", [])
+    stamp = rfc3339(now)
 
-    def put(type_: str, value: str, reason: str, message: str) -> None:
-        set_condition(conditions, type_, value, reason, message, observed_generation=generation, now=now)
+    def put(type_: str, value: ConditionStatus, reason: str, message: str) -> None:
+        set_condition(conditions, type_, value, reason, message, observed_generation=generation, now=stamp)
 
     if not conditions:
         put(c.COND_RAYSERVICE_READY, "False", c.REASON_INITIALIZING, "RayService is initializing")
@@ -120,8 +76,7 @@ def calculate_conditions(status: dict[str, Any], *, generation: int, now: dateti
         if ready is not None and ready.get("reason") == c.REASON_VALIDATION_FAILED:
             # The spec is valid again (we got here): go back to Initializing until endpoints appear.
             put(c.COND_RAYSERVICE_READY, "False", c.REASON_INITIALIZING, "RayService is initializing")
-    active = (status.get("activeServiceStatus") or {}).get("rayClusterName")
-    pending = (status.get("pendingServiceStatus") or {}).get("rayClusterName")
+    active, pending = cluster_name(status, "active"), cluster_name(status, "pending")
     if active and pending:
         put(
             c.COND_UPGRADE_IN_PROGRESS,
@@ -150,8 +105,8 @@ def calculate_conditions(status: dict[str, Any], *, generation: int, now: dateti
     )
 
 
-def _comparable(status: dict[str, Any] | None) -> dict[str, Any]:
-    out = copy.deepcopy(status or {})
+def _comparable(status: Mapping[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = copy.deepcopy(dict(status or {}))
     out.pop("lastUpdateTime", None)
     for key in ("activeServiceStatus", "pendingServiceStatus"):
         sub = out.get(key)
@@ -168,7 +123,7 @@ def _comparable(status: dict[str, Any] | None) -> dict[str, Any]:
     return out
 
 
-def status_differs(old: dict[str, Any] | None, new: dict[str, Any] | None) -> bool:
+def status_differs(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None) -> bool:
     """Whether a status write is due: anything but lastUpdateTime and the copied cluster status."""
     return _comparable(kuberay_status_shape(old or {})) != _comparable(kuberay_status_shape(new or {}))
 
@@ -176,7 +131,7 @@ def status_differs(old: dict[str, Any] | None, new: dict[str, Any] | None) -> bo
 _ZERO_CLUSTER_STATUS = {"desiredCPU": "0", "desiredGPU": "0", "desiredMemory": "0", "desiredTPU": "0"}
 
 
-def kuberay_status_shape(status: dict[str, Any]) -> dict[str, Any]:
+def kuberay_status_shape(status: Mapping[str, Any]) -> dict[str, Any]:
     """The status as KubeRay's Go types serialise it (a copy).
 
     ``serviceStatus`` and ``numServeEndpoints`` are omitempty, so an empty/zero one is absent;
@@ -185,7 +140,7 @@ def kuberay_status_shape(status: dict[str, Any]) -> dict[str, Any]:
     Tools written against KubeRay read these paths, and a takeover in either direction then
     shows no status churn.
     """
-    out = copy.deepcopy(status)
+    out: dict[str, Any] = copy.deepcopy(dict(status))
     if out.get("serviceStatus") == "":
         del out["serviceStatus"]
     if out.get("numServeEndpoints") == 0:
@@ -203,7 +158,7 @@ def kuberay_status_shape(status: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def initializing_deadline_passed(status: dict[str, Any], timeout_s: float, now: datetime) -> float | None:
+def initializing_deadline_passed(status: RayServiceStatus, timeout_s: float, now: datetime) -> float | None:
     """KubeRay's initializing timeout: seconds left while ``Ready`` is False/Initializing.
 
     Returns None when the check does not apply (Ready is not Initializing), a value <= 0 once the
@@ -218,7 +173,7 @@ def initializing_deadline_passed(status: dict[str, Any], timeout_s: float, now: 
     return timeout_s - (now - since).total_seconds()
 
 
-def is_initializing_timeout(status: dict[str, Any]) -> bool:
+def is_initializing_timeout(status: RayServiceStatus) -> bool:
     """A terminal state: the user must recreate the RayService (KubeRay's rule)."""
     ready = find_condition(status.get("conditions"), c.COND_RAYSERVICE_READY)
     return (

@@ -9,10 +9,15 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+import pytest
+
 from controllers import constants as c
-from controllers.ray.dashboard import DashboardClientFactory
+from controllers.ray.dashboard import DashboardClientFactory, DashboardClosed
 from controllers.ray.health import HeadProxyHealthChecker
-from controllers.rayservice.reconciler import RayServiceReconciler
+from controllers.rayservice.context import ServiceContext
+from controllers.rayservice.memory import Memory
+from controllers.rayservice.options import RayServiceOptions
+from controllers.rayservice.serving import reconcile_serve, submit
 from kuberay_py.client import Client
 from kuberay_py.client.resources import PODS, Resource
 from kuberay_py.clock import FakeClock
@@ -52,43 +57,55 @@ def head_pod() -> dict[str, Any]:
     }
 
 
-async def _reconciler(recorder: Recorder) -> tuple[RayServiceReconciler, DashboardClientFactory]:
+def context(recorder: Recorder, factory: DashboardClientFactory, svc: dict[str, Any]) -> ServiceContext:
+    return ServiceContext(
+        client=cast(Client, object()),  # any API call would fail loudly
+        cache=OneHeadCache(head_pod()),
+        recorder=recorder,
+        clock=FakeClock(),
+        options=RayServiceOptions(env={}),
+        dashboards=factory,
+        checker=HeadProxyHealthChecker(),
+        memory=Memory(),
+        svc=svc,
+        status={},
+    )
+
+
+async def closed_factory() -> DashboardClientFactory:
     factory = DashboardClientFactory()
     await factory.close()  # the operator is shutting down
-    reconciler = RayServiceReconciler(
-        cast(Client, object()), OneHeadCache(head_pod()), recorder, factory, HeadProxyHealthChecker(),
-        clock=FakeClock(),
-    )
-    return reconciler, factory
+    return factory
 
 
 async def test_serve_phase_treats_a_closed_factory_as_transient(samples: Any) -> None:
     recorder = Recorder()
-    reconciler, factory = await _reconciler(recorder)
-    svc = samples("ray-service.sample.yaml")
+    factory = await closed_factory()
+    ctx = context(recorder, factory, samples("ray-service.sample.yaml"))
     cluster = {"metadata": {"name": CLUSTER, "namespace": "ns"}, "spec": {}}
 
-    result = await reconciler._reconcile_serve(svc, "ns/rayservice-sample", {}, cluster)
+    result = await reconcile_serve(ctx, cluster)
 
     assert result.in_progress and not result.ready and result.apps is None
     assert recorder.events == []  # shutting down is not Ray's failure: no Warning event
-    assert factory._session is None  # and no connection pool was reopened
+    assert ctx.status == {}
+    assert factory.closed  # and the pool stays closed: a later client is refused, not reopened
+    with pytest.raises(DashboardClosed):
+        factory.client("http://10.0.0.5:8265")
 
 
 async def test_submit_on_a_closed_factory_is_no_failed_update_warning(samples: Any) -> None:
     recorder = Recorder()
-    reconciler, _ = await _reconciler(recorder)
     svc = samples("ray-service.sample.yaml")
+    ctx = context(recorder, await closed_factory(), svc)
     cluster = {"metadata": {"name": CLUSTER, "namespace": "ns"}, "spec": {}}
     open_factory = DashboardClientFactory()
     dashboard = open_factory.client("http://10.0.0.5:8265")  # held from before the close
     await open_factory.close()
-    status: dict[str, Any] = {}
 
-    submitted = await reconciler._submit(svc, "ns/rayservice-sample", status, cluster, dashboard,
-                                         svc["spec"]["serveConfigV2"], "new config")
+    submitted = await submit(ctx, cluster, dashboard, svc["spec"]["serveConfigV2"], "new config")
 
     assert submitted is False
     assert recorder.events == []
-    assert status.get("conditions", []) == []
-    assert reconciler.serve_configs.get("ns/rayservice-sample", CLUSTER) == ""  # nothing recorded as sent
+    assert ctx.status.get("conditions", []) == []
+    assert ctx.memory.serve_configs.get("ns/rayservice-sample", CLUSTER) == ""  # nothing recorded as sent

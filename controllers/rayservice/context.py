@@ -1,0 +1,94 @@
+"""One RayService reconcile's inputs and working state, handed explicitly to every phase.
+
+The reconciler loads the RayService, builds a :class:`ServiceContext` with a working copy of its
+status, and calls the phase functions in order; each reads what it needs from the context, edits
+``status``, asks for a wake-up through ``requeue``, and the reconciler writes the status once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controllers import constants as c
+from controllers.common.cache import CacheReader
+from controllers.common.conditions import ConditionStatus, set_condition
+from controllers.common.events import Recorder
+from controllers.ray.dashboard import DashboardClientFactory
+from controllers.ray.health import HeadProxyHealthChecker
+from controllers.rayservice.memory import Memory, ServiceMemo
+from controllers.rayservice.options import RayServiceOptions
+from controllers.rayservice.shapes import RayServiceStatus
+from kuberay_py.client import Client
+from kuberay_py.clock import Clock, format_rfc3339
+from kuberay_py.objects import Obj
+
+__all__ = ["RequeueTimer", "ServiceContext"]
+
+
+class RequeueTimer:
+    """The earliest of the delays the phases asked for (None: rely on watches)."""
+
+    def __init__(self) -> None:
+        self.delay: float | None = None
+
+    def at(self, seconds: float) -> None:
+        seconds = max(0.001, seconds)
+        self.delay = seconds if self.delay is None else min(self.delay, seconds)
+
+
+@dataclass
+class ServiceContext:
+    client: Client
+    cache: CacheReader
+    recorder: Recorder
+    clock: Clock
+    options: RayServiceOptions
+    dashboards: DashboardClientFactory
+    checker: HeadProxyHealthChecker
+    memory: Memory
+    svc: Obj  # the RayService as last read or written; never mutated in place
+    status: RayServiceStatus  # the working copy every phase edits; written once at the end
+    requeue: RequeueTimer = field(default_factory=RequeueTimer)
+
+    @property
+    def memo(self) -> ServiceMemo:
+        return self.memory.memo(self.key)
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def namespace(self) -> str:
+        return str(self.svc["metadata"]["namespace"])
+
+    @property
+    def name(self) -> str:
+        return str(self.svc["metadata"]["name"])
+
+    @property
+    def generation(self) -> int:
+        return int(self.svc["metadata"].get("generation") or 0)
+
+    def now(self) -> str:
+        """The clock's now as RFC 3339, for condition transition times."""
+        return format_rfc3339(self.clock.utcnow())
+
+    def set_condition(self, type_: str, value: ConditionStatus, reason: str, message: str) -> None:
+        """Set a condition of the working status, observed at this RayService's generation."""
+        set_condition(
+            self.status.setdefault("conditions", []),
+            type_,
+            value,
+            reason,
+            message,
+            observed_generation=self.generation,
+            now=self.now(),
+        )
+
+    def warn(self, reason: str, message: str) -> None:
+        """A Warning event, once per distinct message (never one per reconcile)."""
+        if self.memo.warned.get(reason) == message:
+            return
+        self.memo.warned[reason] = message
+        self.recorder.event(self.svc, c.WARNING, reason, message)

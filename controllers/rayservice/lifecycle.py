@@ -1,0 +1,164 @@
+"""Phases around the serving flow: load, finalizer and deletion, validation, initializing timeout,
+and the one status write.
+
+A RayService carries the ``ray.io/rayservice-finalizer`` so its clusters are deleted before it
+goes (KubeRay #4807). Validation is memoised per (uid, generation, annotations) so a steady
+RayService costs no re-validation; an invalid one gets ``Ready=False/ValidationFailed`` and a
+Warning once per message, and is not requeued (the spec edit that fixes it wakes it).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from controllers import constants as c
+from controllers.api.validation import parse_initializing_timeout, validate_rayservice
+from controllers.common.cache import CacheReader
+from controllers.common.objects import annotations_of
+from controllers.constants import RAYSERVICES
+from controllers.rayservice.clusters import delete_cluster, owned_clusters
+from controllers.rayservice.context import ServiceContext
+from controllers.rayservice.memory import ServiceMemo
+from controllers.rayservice.options import MANAGED_BY_KUBERAY
+from controllers.rayservice.shapes import cluster_names
+from controllers.rayservice.status import (
+    initializing_deadline_passed,
+    kuberay_status_shape,
+    rfc3339,
+    status_differs,
+)
+from kuberay_py.client import Client, NotFound
+from kuberay_py.objects import Obj
+
+__all__ = [
+    "check_initializing_timeout",
+    "ensure_finalizer",
+    "finalize",
+    "is_managed_here",
+    "load_rayservice",
+    "report_invalid",
+    "validate",
+    "write_status",
+]
+
+
+async def load_rayservice(
+    client: Client, cache: CacheReader, memo: ServiceMemo, namespace: str, name: str
+) -> Obj | None:
+    """The cached RayService, or a live read when the cache may predate our last status write.
+
+    Only a difference in the cluster names matters: acting on a stale active/pending pair could
+    create a second pending cluster or delete the one just promoted.
+    """
+    svc = cache.get(RAYSERVICES, name, namespace)
+    if svc is None:
+        return None
+    written = memo.written
+    if written is not None and svc["metadata"].get("resourceVersion") != written[0]:
+        if cluster_names(svc.get("status") or {}) != cluster_names(written[1]):
+            try:
+                live: Obj = await client.get(RAYSERVICES, name, namespace)
+            except NotFound:
+                return None
+            return live
+    return svc
+
+
+def is_managed_here(svc: Obj) -> bool:
+    return (svc.get("spec") or {}).get("managedBy") in (None, "", MANAGED_BY_KUBERAY)
+
+
+async def finalize(ctx: ServiceContext) -> None:
+    """Delete every owned RayCluster, then drop the finalizer (KubeRay #4807)."""
+    clusters = owned_clusters(ctx)
+    for cluster in clusters:
+        if not cluster["metadata"].get("deletionTimestamp"):
+            await delete_cluster(ctx, cluster)
+    if clusters:
+        return  # the RayCluster delete events wake us up again
+    finalizers = ctx.svc["metadata"].get("finalizers") or []
+    if c.RAYSERVICE_FINALIZER in finalizers:
+        body = copy.deepcopy(ctx.svc)
+        body["metadata"]["finalizers"] = [f for f in finalizers if f != c.RAYSERVICE_FINALIZER]
+        try:
+            await ctx.client.update(RAYSERVICES, body)
+        except NotFound:
+            pass
+    ctx.memory.forget(ctx.key)
+
+
+async def ensure_finalizer(ctx: ServiceContext) -> None:
+    if c.RAYSERVICE_FINALIZER in (ctx.svc["metadata"].get("finalizers") or []):
+        return
+    body = copy.deepcopy(ctx.svc)
+    body["metadata"]["finalizers"] = [*(ctx.svc["metadata"].get("finalizers") or []), c.RAYSERVICE_FINALIZER]
+    ctx.svc = await ctx.client.update(RAYSERVICES, body)
+
+
+def validate(ctx: ServiceContext) -> list[Any]:
+    """Semantic validation, memoised per (uid, generation, annotations): reconciles stay cheap."""
+    meta = ctx.svc["metadata"]
+    token = (meta.get("uid"), meta.get("generation"), tuple(sorted(annotations_of(ctx.svc).items())))
+    memo = ctx.memo
+    if memo.validated is not None and memo.validated[0] == token:
+        return memo.validated[1]
+    errors = list(validate_rayservice(ctx.svc))
+    memo.validated = (token, errors)
+    return errors
+
+
+def report_invalid(ctx: ServiceContext, errors: list[Any]) -> None:
+    """Warning event + ``Ready=False/ValidationFailed`` in the working status."""
+    message = "; ".join(str(e) for e in errors)
+    reason = (
+        c.EVENT_INVALID_RAYSERVICE_METADATA
+        if any(getattr(e, "category", "spec") == "metadata" for e in errors)
+        else c.EVENT_INVALID_RAYSERVICE_SPEC
+    )
+    ctx.warn(reason, f"{ctx.key}: {message}")
+    ctx.set_condition(c.COND_RAYSERVICE_READY, "False", c.REASON_VALIDATION_FAILED, message)
+    ctx.status["serviceStatus"] = ""
+
+
+def check_initializing_timeout(ctx: ServiceContext) -> bool:
+    """``ray.io/initializing-timeout``: fail for good if never Ready in time, else wake at the end.
+
+    True when it fired this round: the clusters are dropped from the status (their clean-up
+    starts next round) and no new cluster may be prepared.
+    """
+    value = annotations_of(ctx.svc).get(c.RAYSERVICE_INITIALIZING_TIMEOUT_ANNOTATION_KEY)
+    if not value:
+        return False
+    try:
+        timeout = parse_initializing_timeout(value)
+    except ValueError:
+        return False  # validation reports it
+    left = initializing_deadline_passed(ctx.status, timeout, ctx.clock.utcnow())
+    if left is None:
+        return False
+    if left > 0:
+        ctx.requeue.at(left)
+        return False
+    message = f"RayService failed to become ready within the configured timeout of {value}"
+    ctx.status["activeServiceStatus"] = {}
+    ctx.status["pendingServiceStatus"] = {}
+    ctx.set_condition(c.COND_RAYSERVICE_READY, "False", c.REASON_INITIALIZING_TIMEOUT, message)
+    ctx.warn(c.EVENT_RAYSERVICE_INITIALIZING_TIMEOUT, message)
+    ctx.requeue.at(ctx.options.serve_poll_interval)  # the clean-up of its clusters starts next
+    return True
+
+
+async def write_status(ctx: ServiceContext) -> None:
+    """The reconcile's one status write, only when something compared changed.
+
+    A 409 (the cache lagged behind a write) is raised to the reconciler.
+    """
+    if not status_differs(ctx.svc.get("status"), ctx.status):
+        return
+    ctx.status["lastUpdateTime"] = rfc3339(ctx.clock.utcnow())
+    body = copy.deepcopy(ctx.svc)
+    body["status"] = kuberay_status_shape(ctx.status)
+    updated: Obj = await ctx.client.update_status(RAYSERVICES, body)
+    ctx.memo.written = (str(updated["metadata"].get("resourceVersion")), copy.deepcopy(ctx.status))
+    ctx.svc = updated

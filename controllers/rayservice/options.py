@@ -1,0 +1,28 @@
+"""The RayService controller's tunables and the few names its modules share."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = [
+    "COND_SERVE_CONFIG_VALID",
+    "DEFAULT_DELETION_DELAY",
+    "MANAGED_BY_KUBERAY",
+    "SERVICE_NAME_LABEL",
+    "RayServiceOptions",
+]
+
+DEFAULT_DELETION_DELAY = 60.0
+MANAGED_BY_KUBERAY = "ray.io/kuberay-operator"
+SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+# kuberay-py only: whether Ray accepted the last serveConfigV2 PUT (a 400 keeps the old apps running).
+COND_SERVE_CONFIG_VALID = "ServeConfigValid"
+
+
+@dataclass
+class RayServiceOptions:
+    serve_poll_interval: float = 2.0  # while Serve applications are deploying
+    status_refresh_interval: float | None = 300.0  # slow refresh of application statuses when idle
+    env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))

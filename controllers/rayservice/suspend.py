@@ -1,0 +1,93 @@
+"""Phase: RayService ``spec.suspend`` -- tear the serving stack down and bring it back (KubeRay §3.1 step 5).
+
+Suspending: ``Suspending=True`` (SuspendRequested, then SuspendInProgress), the cluster names and
+endpoint count cleared, every owned RayCluster and Service deleted at once (no deletion delay).
+When none is left: ``Suspending=False`` and ``Suspended=True`` (SuspendComplete). Setting
+``suspend: false`` again: ``Suspended=False`` (RayServiceResumed), ``Ready`` and
+``UpgradeInProgress`` back to Initializing, and the normal flow prepares a fresh cluster. The
+deletions come back through the ``owns`` watches, so nothing polls.
+"""
+
+from __future__ import annotations
+
+from controllers import constants as c
+from controllers.common.conditions import is_condition_true
+from controllers.common.events import write_with_events
+from controllers.common.objects import is_deleting, owned_by
+from controllers.rayservice.cluster import owned_cluster_labels
+from controllers.rayservice.clusters import delete_cluster, owned_clusters
+from controllers.rayservice.context import ServiceContext
+from kuberay_py.client import NotFound
+from kuberay_py.client.resources import SERVICES
+
+__all__ = ["resume", "suspend"]
+
+
+async def suspend(ctx: ServiceContext) -> bool:
+    """One step of suspending; True once everything is gone."""
+    status = ctx.status
+    conditions = status.setdefault("conditions", [])
+    if is_condition_true(conditions, c.COND_RAYSERVICE_SUSPENDED):
+        return True
+    reason = (
+        c.REASON_SUSPEND_IN_PROGRESS
+        if is_condition_true(conditions, c.COND_RAYSERVICE_SUSPENDING)
+        else c.REASON_SUSPEND_REQUESTED
+    )
+    ctx.set_condition(c.COND_RAYSERVICE_SUSPENDING, "True", reason, "Suspending the RayService")
+    status["activeServiceStatus"] = {}
+    status["pendingServiceStatus"] = {}
+    status["numServeEndpoints"] = 0
+    status["serviceStatus"] = ""
+    if is_condition_true(conditions, c.COND_RAYSERVICE_READY):
+        ctx.set_condition(
+            c.COND_RAYSERVICE_READY, "False", c.REASON_ZERO_SERVE_ENDPOINTS, "The RayService is suspended"
+        )
+    ctx.memory.serve_configs.drop(ctx.key)
+    remaining = 0
+    for cluster in owned_clusters(ctx):
+        remaining += 1
+        if not is_deleting(cluster):
+            await delete_cluster(ctx, cluster)
+    ns = ctx.namespace
+    for service in ctx.cache.list(SERVICES, ns, labels=owned_cluster_labels(ctx.svc)):
+        if not owned_by(service, ctx.svc["metadata"].get("uid")):
+            continue
+        remaining += 1
+        if is_deleting(service):
+            continue
+        name = service["metadata"]["name"]
+        try:
+            await write_with_events(
+                ctx.recorder,
+                ctx.svc,
+                ctx.client.delete(SERVICES, name, ns),
+                failed=None,  # the error is the reconcile's; KubeRay sends no event for it
+                done=("DeletedService", f"Deleted the service {ns}/{name}"),
+                expected=(NotFound,),
+            )
+        except NotFound:
+            continue
+    if remaining:
+        return False
+    ctx.set_condition(
+        c.COND_RAYSERVICE_SUSPENDING, "False", c.REASON_SUSPEND_COMPLETE, "The RayService is suspended"
+    )
+    ctx.set_condition(
+        c.COND_RAYSERVICE_SUSPENDED, "True", c.REASON_SUSPEND_COMPLETE, "The RayService is suspended"
+    )
+    return True
+
+
+def resume(ctx: ServiceContext) -> None:
+    """``suspend: false`` after a suspension: re-arm the conditions, the normal flow takes over."""
+    conditions = ctx.status.setdefault("conditions", [])
+    if not is_condition_true(conditions, c.COND_RAYSERVICE_SUSPENDED) and not is_condition_true(
+        conditions, c.COND_RAYSERVICE_SUSPENDING
+    ):
+        return
+    resumed, initializing = "The RayService was resumed", "RayService is initializing"
+    ctx.set_condition(c.COND_RAYSERVICE_SUSPENDING, "False", c.REASON_RAYSERVICE_RESUMED, resumed)
+    ctx.set_condition(c.COND_RAYSERVICE_SUSPENDED, "False", c.REASON_RAYSERVICE_RESUMED, resumed)
+    ctx.set_condition(c.COND_RAYSERVICE_READY, "False", c.REASON_INITIALIZING, initializing)
+    ctx.set_condition(c.COND_UPGRADE_IN_PROGRESS, "False", c.REASON_INITIALIZING, initializing)
