@@ -204,8 +204,9 @@ async def _create(ctx: ClusterContext, body: Obj, *, head: bool, announce: bool 
 async def _slow_start(ctx: ClusterContext, count: int, make: Callable[[], Obj]) -> None:
     """Create ``count`` worker Pods in doubling batches; stop at the first failing batch.
 
-    One ``CreatedWorkerPod`` event per batch names every Pod in it (KubeRay sends one per Pod;
-    the event writes would otherwise eat half of the client's QPS budget while scaling).
+    One ``CreatedWorkerPod`` event names every Pod this round created, including those before a
+    failing batch (KubeRay sends one per Pod; per-batch events still cost a write each while a
+    cluster scales up).
     """
     done, batch = 0, 1
     errors: list[ReplicaFailure] = []
@@ -217,12 +218,15 @@ async def _slow_start(ctx: ClusterContext, count: int, make: Callable[[], Obj]) 
         except ReplicaFailure as exc:
             errors.append(exc)
 
-    while done < count:
-        size = min(batch, count - done)
-        names.clear()
-        async with anyio.create_task_group() as tg:
-            for _ in range(size):
-                tg.start_soon(one)
+    try:
+        while done < count and not errors:
+            size = min(batch, count - done)
+            async with anyio.create_task_group() as tg:
+                for _ in range(size):
+                    tg.start_soon(one)
+            done += size
+            batch *= 2
+    finally:
         if names:
             message = (
                 f"Created worker Pod {names[0]}"
@@ -230,10 +234,8 @@ async def _slow_start(ctx: ClusterContext, count: int, make: Callable[[], Obj]) 
                 else f"Created {len(names)} worker Pods: {', '.join(sorted(names))}"
             )
             ctx.recorder.event(ctx.cluster, C.NORMAL, C.EVENT_CREATED_WORKER_POD, message)
-        if errors:
-            raise errors[0]
-        done += size
-        batch *= 2
+    if errors:
+        raise errors[0]
 
 
 def _random_suffix() -> str:

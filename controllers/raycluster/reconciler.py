@@ -132,7 +132,11 @@ class RayClusterReconciler:
         )
         suspending_now = became_suspending(ctx.cluster, new_status)
         defer = coalesce_delay(ctx, new_status, urgent=error is not None)
-        if defer is None:
+        # The status above was computed from the Pods cached when this reconcile began. Pods we
+        # created or deleted in it are not in that picture yet: writing it now would be followed
+        # by a second write (head podName, HeadPodReady's reason) as soon as they show up. Their
+        # watch events requeue this cluster, and that reconcile writes the status once, complete.
+        if defer is None and (error is not None or self.expectations.satisfied(key)):
             await write_status(ctx, new_status)
         if error is not None:
             raise error

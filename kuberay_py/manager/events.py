@@ -14,16 +14,17 @@ So, like client-go's ``tools/events`` broadcaster:
 * **Paced series patches.** Creates are written at once, and so is a series' next patch while
   the series has budget: three prompt patches for a Normal series (progress steps, such as a
   second Service created, are news, written while the object converges, so a converged system
-  has nothing left to write) and one for a Warning series (repeats of a Warning are nearly always
-  retries of one failure: the count is what matters). One prompt patch comes back every
+  has nothing left to write) and none for a Warning series (repeats of a Warning are nearly always
+  retries of one failure: one aggregated Warning per object, not one write per retry). One prompt
+  patch comes back every
   ``series_refresh`` (10 min). Out of budget, a patch waits for the refill, or until
   ``aggregation_window`` after the repeat that made it necessary if that comes first (the
   series' final count). Repeats that arrive while a write is in flight become one follow-up
   write; ``series_coalesce`` (default 0) adds a minimum spacing between writes of one series.
   client-go writes the second occurrence at once and then only every 30 minutes; this keeps
-  ``series.count`` fresher while a persistent failure retried every few seconds costs one create,
-  one patch and then at most one write per object every 6 minutes. Nothing is written for a series
-  without a new occurrence.
+  ``series.count`` fresher while a persistent failure retried every few seconds costs one create
+  and then at most one write per object every 6 minutes. Nothing is written for a series without
+  a new occurrence.
 * **Asynchronous and bounded.** :meth:`EventRecorder.event` only updates an in-memory series and
   schedules it; one background task (:meth:`EventBroadcaster.run`, started by the manager) writes
   what is due. When ``max_pending`` new series are waiting to be created, further new ones are
@@ -69,7 +70,7 @@ log = get_logger(__name__)
 AGGREGATION_WINDOW = 6 * 60.0  # client-go tools/events finishTime
 SERIES_COALESCE = 0.0  # minimum spacing between two writes of one series
 SERIES_REFRESH = 10 * 60.0  # one prompt patch of a series' budget comes back this often
-PATCH_BUDGET = {"Normal": 3, "Warning": 1}  # prompt patches per series
+PATCH_BUDGET = {"Normal": 3, "Warning": 0}  # prompt patches per series
 MAX_NOTE_BYTES = 1024  # events.k8s.io/v1 validation: note must be under 1 kB
 MAX_FIELD = 128  # reason, action, reportingInstance limits
 _TRANSIENT = (TooManyRequests, ServerError, TransportError, TimeoutError, OSError)
@@ -189,6 +190,11 @@ class EventBroadcaster:
     def deferred(self) -> int:
         """Created series whose newer count waits for its pacing (see the module docstring)."""
         return len(self._patches)
+
+    @property
+    def idle(self) -> bool:
+        """Nothing is being written and nothing is due now (paced count updates may be deferred)."""
+        return self._idle.is_set() and not self._patch_due()
 
     async def wait_idle(self) -> None:
         """Return once everything due now is written; paced count updates may still be deferred."""
