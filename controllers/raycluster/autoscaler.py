@@ -11,6 +11,7 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.raycluster import common
+from controllers.raycluster.auth import auth_enabled, set_token_auth_env
 
 __all__ = [
     "autoscaler_container",
@@ -55,6 +56,8 @@ def autoscaler_container(cluster: dict[str, Any], ray_container: dict[str, Any])
     }
     if common.is_autoscaler_v2(cluster):
         container["env"].append({"name": C.RAY_ENABLE_AUTOSCALER_V2, "value": "true"})
+    if auth_enabled(cluster):  # before the user's env, as KubeRay merges the overrides last
+        set_token_auth_env(container, cluster)
     if options.get("resources") is not None:
         container["resources"] = copy.deepcopy(options["resources"])
     for key in ("env", "envFrom", "volumeMounts"):

@@ -14,6 +14,7 @@ from controllers import constants as C
 from controllers.common.events import write_with_events
 from controllers.common.objects import annotations_of
 from controllers.raycluster import common
+from controllers.raycluster.auth import auth_secret_name, build_auth_secret, generates_auth_secret
 from controllers.raycluster.autoscaler import (
     autoscaler_role,
     autoscaler_role_binding,
@@ -28,7 +29,7 @@ from controllers.raycluster.services import (
     build_serve_service,
 )
 from kuberay_py.client import AlreadyExists, NotFound, Resource
-from kuberay_py.client.resources import INGRESSES, ROLEBINDINGS, ROLES, SERVICEACCOUNTS, SERVICES
+from kuberay_py.client.resources import INGRESSES, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES
 from kuberay_py.objects import Obj
 
 __all__ = ["event_noun", "reconcile_children", "service"]
@@ -40,6 +41,7 @@ _EVENT_NOUNS = {
     "Role": "role",
     "RoleBinding": "role binding",
     "Ingress": "ingress",
+    "Secret": "secret",
 }
 
 
@@ -58,6 +60,15 @@ def service(ctx: ClusterContext, name: str) -> Obj | None:
 
 async def reconcile_children(ctx: ClusterContext) -> None:
     cluster = ctx.cluster
+    if generates_auth_secret(cluster):
+        await _ensure(
+            ctx,
+            SECRETS,
+            lambda: build_auth_secret(cluster),
+            auth_secret_name(cluster),
+            C.EVENT_CREATED_SECRET,
+            C.EVENT_FAILED_TO_CREATE_SECRET,
+        )
     if common.is_autoscaling(cluster):
         await _autoscaler_rbac(ctx)
     if (common.spec(cluster).get("headGroupSpec") or {}).get("enableIngress"):

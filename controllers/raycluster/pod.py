@@ -12,6 +12,7 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.raycluster import common
+from controllers.raycluster.auth import auth_enabled, configure_token_auth
 from controllers.raycluster.autoscaler import autoscaler_container, autoscaler_service_account_name
 from controllers.raycluster.command import (
     container_command,
@@ -286,6 +287,8 @@ def _finish_pod(
         ray.setdefault("ports", []).append(
             {"name": C.METRICS_PORT_NAME, "containerPort": C.DEFAULT_METRICS_PORT}
         )
+    if auth_enabled(cluster):
+        configure_token_auth(spec, ray, cluster)
     # /dev/shm for the object store, unless plasma lives elsewhere.
     if "plasma-directory" not in params:
         _add_empty_dir(spec, ray, SHARED_MEMORY_VOLUME, SHARED_MEMORY_PATH, "Memory")

@@ -572,3 +572,28 @@ async def _submitted(fake: Any) -> bool:
 
 async def _more_puts(fake: Any, n: int) -> bool:
     return len(fake.puts) > n
+
+
+async def test_auth_options_token_mode_generates_the_secret_and_the_dashboard_uses_it(
+    start_operator, fake_ray, k8s: Client, namespace: str
+) -> None:
+    fake_ray.required_token = "not-yet-known"  # every dashboard call is refused until set below
+    await start_operator()
+    body = rayservice_manifest(fake_ray, "rs")
+    body["spec"]["rayClusterConfig"]["authOptions"] = {"mode": "token"}
+    await k8s.create(RAYSERVICES, body, namespace)
+
+    cluster = await eventually(lambda: pending_cluster(k8s, namespace), what="a cluster")
+    secret = await eventually(lambda: k8s.get(SECRETS, cluster, namespace), what="the token Secret")
+    owner = secret["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("RayCluster", cluster, True)
+    token = base64.b64decode(secret["data"]["auth_token"]).decode()
+    assert len(base64.b64decode(token)) == 32  # 32 random bytes, base64-encoded, as KubeRay
+    fake_ray.required_token = token
+
+    pods = await eventually(lambda: pods_ready(k8s, namespace, cluster), what="Pods")
+    ref = {"secretKeyRef": {"name": cluster, "key": "auth_token"}}
+    for pod in pods:
+        env = {e["name"]: e.get("value", e.get("valueFrom")) for e in pod["spec"]["containers"][0]["env"]}
+        assert env["RAY_AUTH_MODE"] == "token" and env["RAY_AUTH_TOKEN"] == ref
+    await eventually(lambda: _submitted(fake_ray), what="the config accepted with the generated token")
