@@ -26,6 +26,7 @@ from controllers.rayjob.setup import setup as setup_rayjob
 from controllers.raysim import RayPodRuntime, Timings
 from controllers.raysim.jobs import JobTable
 from kuberay_py.client import Client, ClientConfig, NotFound
+from kuberay_py.client.resources import SERVICES
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager, ManagerOptions
 from tests.polling import eventually
@@ -66,7 +67,7 @@ def start_job_operator(config: ClientConfig, options: RayJobOptions = OPTIONS) -
             graceful_shutdown_timeout=5.0,
         ),
     )
-    setup_raycluster(mgr)
+    setup_raycluster(mgr, max_concurrent_reconciles=4)
     reconciler = setup_rayjob(mgr, dashboard_factory=DashboardClientFactory(), options=options)
     return JobOperator(mgr, reconciler, asyncio.create_task(mgr.run(install_signal_handlers=False)))
 
@@ -149,9 +150,20 @@ async def job_environment() -> AsyncIterator[tuple[Environment, RayPodRuntime, J
     async with Environment(
         [str(CRD_DIR)], simulate=True, pod_runtime=runtime, probe_period_scale=PROBE_SCALE
     ) as env:
+        lookups = env.new_client()
+
+        async def selector(namespace: str, name: str) -> dict[str, str] | None:
+            try:
+                svc = await lookups.get(SERVICES, name, namespace)
+            except NotFound:
+                return None
+            return dict((svc.get("spec") or {}).get("selector") or {})
+
+        runtime.service_selector = selector
         op = start_job_operator(env.client_config)
         try:
             yield env, runtime, op
         finally:
             await op.stop()
             await runtime.close()
+            await lookups.close()

@@ -22,7 +22,6 @@ fault tolerance does. Messages follow Ray 2.60's wording.
 from __future__ import annotations
 
 import asyncio
-import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Any
@@ -31,7 +30,6 @@ from kuberay_py.clock import Clock
 
 __all__ = ["JobTable", "SimJob", "parse_entrypoint"]
 
-_SPLIT = re.compile(r"&&|;")
 
 
 @dataclass(frozen=True)
@@ -41,18 +39,28 @@ class _Plan:
     logs: tuple[tuple[float, str], ...]  # (offset from RUNNING, line)
 
 
+def _commands(entrypoint: str) -> list[list[str]]:
+    """The entrypoint's top-level commands (split on ``&&`` / ``;`` outside quotes)."""
+    lexer = shlex.shlex(entrypoint, posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    try:
+        tokens = list(lexer)
+    except ValueError:
+        tokens = entrypoint.split()
+    out: list[list[str]] = [[]]
+    for tok in tokens:
+        if tok in (";", "&&", "\n"):
+            out.append([])
+        else:
+            out[-1].append(tok)
+    return [words for words in out if words]
+
+
 def parse_entrypoint(entrypoint: str) -> _Plan:
     """What the fake driver does for ``entrypoint`` (see the module docstring)."""
     at = 0.0
     logs: list[tuple[float, str]] = []
-    for raw in _SPLIT.split(entrypoint):
-        text = raw.strip()
-        if not text:
-            continue
-        try:
-            words = shlex.split(text)
-        except ValueError:
-            words = text.split()
+    for words in _commands(entrypoint):
         cmd, args = words[0], words[1:]
         if cmd == "sleep":
             try:
@@ -70,7 +78,7 @@ def parse_entrypoint(entrypoint: str) -> _Plan:
                     code = 2
             return _Plan(at, code, tuple(logs))
         else:
-            logs.append((at, f"raysim: ran {text}"))
+            logs.append((at, f"raysim: ran {shlex.join(words)[:200]}"))
     return _Plan(at, 0, tuple(logs))
 
 

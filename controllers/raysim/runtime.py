@@ -13,6 +13,7 @@ fault tolerance).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from controllers.raysim.apps import AppRegistry, default_registry
@@ -41,28 +42,29 @@ class RayPodRuntime:
         self.registry = registry or default_registry()
         self.auth_token = auth_token  # used when a Pod asks for token auth via a Secret reference
         self.clusters: dict[tuple[str, str], RayClusterSim] = {}
+        # (namespace, Service name) -> the Service's selector; lets submitters resolve custom names.
+        self.service_selector: Callable[[str, str], Awaitable[dict[str, str] | None]] | None = None
         self.history: list[RayClusterSim] = []  # every cluster ever started (tests count submissions)
         self._pods: dict[str, tuple[tuple[str, str], str]] = {}  # pod uid -> (cluster key, node id)
         self._submitters: dict[str, asyncio.Task[int]] = {}  # pod uid -> the running script
         self.submitter_output: dict[tuple[str, str], list[str]] = {}  # (namespace, pod) -> stdout
 
-    def resolve(self, namespace: str, host: str) -> str | None:
+    async def resolve(self, namespace: str, host: str) -> str | None:
         """A dashboard host (IP, or ``<svc>.<ns>.svc...``) → the IP of the head serving it.
 
-        Service names map to clusters by KubeRay's ``<cluster>-head-svc`` convention; a custom head
-        Service name falls back to the only cluster in its namespace.
+        A Service name maps to a cluster through ``service_selector`` (set it to read the Service's
+        ``ray.io/cluster`` selector from the API), else KubeRay's ``<cluster>-head-svc`` naming.
         """
         if host.replace(".", "").isdigit() or host in ("localhost", "127.0.0.1"):
             return host
         parts = host.split(".")
         svc, ns = parts[0], parts[1] if len(parts) > 1 else namespace
-        in_ns = [c for (n, _), c in self.clusters.items() if n == ns]
-        named = [c for c in in_ns if f"{c.name}-head-svc" == svc]
-        for cluster in named or (in_ns if len(in_ns) == 1 else []):
-            ip = cluster.head_ip()
-            if ip is not None:
-                return ip
-        return None
+        wanted = svc.removesuffix("-head-svc")
+        if self.service_selector is not None:
+            selector = await self.service_selector(ns, svc)
+            wanted = (selector or {}).get("ray.io/cluster", wanted)
+        cluster = self.clusters.get((ns, wanted))
+        return cluster.head_ip() if cluster is not None else None
 
     async def start(self, pod: dict[str, Any], ip: str) -> None:
         spec = node_spec_for_pod(pod, self.auth_token)

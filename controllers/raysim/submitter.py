@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -162,7 +162,7 @@ async def run_submitter(
     pod: dict[str, Any],
     *,
     clock: Clock,
-    resolve: Callable[[str], str | None],
+    resolve: Callable[[str], Awaitable[str | None]],
     auth_token: str | None,
     output: list[str],
 ) -> int:
@@ -174,7 +174,7 @@ async def run_submitter(
     base = script.address if "://" in script.address else f"http://{script.address}"
     host_port = base.split("://", 1)[1].split("/", 1)[0]
     host, _, port = host_port.partition(":")
-    ip = resolve(host)
+    ip = await resolve(host)
     if ip is None:
         output.append(f"raysim: cannot resolve {host}")
         return 1
