@@ -22,7 +22,7 @@ import anyio
 import yaml
 
 from controllers.api.crdgen import write_crds
-from controllers.constants import RAYCLUSTERS, RAYSERVICES
+from controllers.constants import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from controllers.raysim import RayPodRuntime
 from kuberay_py import log
 from kuberay_py.client import AlreadyExists, ApiError, Client, Resource, resources
@@ -37,10 +37,11 @@ from .progress import is_ready, summary
 __all__ = ["load_manifests", "run_demo"]
 
 SAMPLES_DIR = Path(__file__).resolve().parents[2] / "config" / "samples"
-DEFAULT_SAMPLES = ("ray-cluster.sample.yaml", "ray-service.sample.yaml")
+DEFAULT_SAMPLES = ("ray-cluster.sample.yaml", "ray-service.sample.yaml", "ray-job.sample.yaml")
 KINDS: dict[tuple[str, str], Resource] = {
     ("ray.io/v1", "RayCluster"): RAYCLUSTERS,
     ("ray.io/v1", "RayService"): RAYSERVICES,
+    ("ray.io/v1", "RayJob"): RAYJOBS,
     ("v1", "ConfigMap"): resources.CONFIGMAPS,
     ("v1", "Secret"): resources.SECRETS,
     ("v1", "Service"): resources.SERVICES,

@@ -15,11 +15,12 @@ from typing import Any
 
 import anyio
 
-from controllers.constants import RAYCLUSTERS, RAYSERVICES
+from controllers.constants import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from controllers.metrics import register_info_metrics
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.raycronjob.setup import setup as setup_raycronjob
+from controllers.rayjob.metrics import register_job_metrics
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.setup import setup as setup_rayjob
 from controllers.rayservice.setup import setup as setup_rayservice
@@ -84,9 +85,11 @@ def build_manager(
 
     async def info_metrics() -> None:
         unregister = register_info_metrics(lambda: cached(RAYCLUSTERS), lambda: cached(RAYSERVICES))
+        unregister_jobs = register_job_metrics(lambda: cached(RAYJOBS))
         try:
             await anyio.sleep_forever()
         finally:
+            unregister_jobs()
             unregister()
 
     # Every replica exports the info metrics from its own cache, as KubeRay's collectors do.

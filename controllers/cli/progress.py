@@ -16,7 +16,8 @@ def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def is_ready(obj: dict[str, Any]) -> bool:
-    """RayCluster: ``state: ready``. RayService: ``Ready=True`` (KubeRay's condition). Others: exist."""
+    """RayCluster: ``state: ready``. RayService: ``Ready=True`` (KubeRay's condition). RayJob:
+    ``jobDeploymentStatus: Complete``. Others: exist."""
     kind = obj.get("kind")
     status = obj.get("status") or {}
     if kind == "RayCluster":
@@ -24,6 +25,8 @@ def is_ready(obj: dict[str, Any]) -> bool:
     if kind == "RayService":
         ready = _conditions(obj).get("Ready")
         return ready is not None and ready.get("status") == "True"
+    if kind == "RayJob":
+        return status.get("jobDeploymentStatus") == "Complete"
     return True
 
 
@@ -46,5 +49,10 @@ def summary(obj: dict[str, Any]) -> str:
         return (
             f"{name}: ready={ready.get('status', 'Unknown')} ({ready.get('reason', 'Initializing')}) "
             f"endpoints={status.get('numServeEndpoints', 0)} active={active} pending={pending}"
+        )
+    if kind == "RayJob":
+        return (
+            f"{name}: deployment={status.get('jobDeploymentStatus') or 'New'} "
+            f"job={status.get('jobStatus') or '-'} cluster={status.get('rayClusterName') or '-'}"
         )
     return f"{name}: applied"

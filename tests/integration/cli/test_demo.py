@@ -31,7 +31,7 @@ def test_demo_until_ready_exits_0_with_every_sample_ready(tmp_path: Path) -> Non
     )
     try:
         # While it runs, the written kubeconfig reaches the embedded API server (kubectl's view).
-        demo.wait_for(lambda line: line.startswith("applied 2 object(s)"), timeout=120)
+        demo.wait_for(lambda line: line.startswith("applied 4 object(s)"), timeout=120)
         listed = kube_get(kubeconfig, "/apis/ray.io/v1/namespaces/default/rayclusters")
         assert [item["metadata"]["name"] for item in listed["items"]] == ["raycluster-kuberay"]
         rc = demo.wait(READY_TIMEOUT + 60)
@@ -49,6 +49,9 @@ def test_demo_until_ready_exits_0_with_every_sample_ready(tmp_path: Path) -> Non
     ), str(demo)
     assert _last_state(out, "rayservice/rayservice-sample:").startswith(
         "rayservice/rayservice-sample: ready=True"
+    ), str(demo)
+    assert _last_state(out, "rayjob/rayjob-sample:").startswith(
+        "rayjob/rayjob-sample: deployment=Complete job=SUCCEEDED"
     ), str(demo)
     endpoint = next(line for line in out if line.startswith("serve endpoint"))
     found = re.search(r"rayservice-sample-serve-svc\): http://(\d+\.\d+\.\d+\.\d+):8000/$", endpoint)

@@ -7,7 +7,7 @@ from controllers.cli.demo import DEFAULT_SAMPLES, SAMPLES_DIR, DemoError, load_m
 
 def test_the_samples_load() -> None:
     objs = load_manifests([SAMPLES_DIR / s for s in DEFAULT_SAMPLES])
-    assert [o["kind"] for o in objs] == ["RayCluster", "RayService"]
+    assert [o["kind"] for o in objs] == ["RayCluster", "RayService", "RayJob", "ConfigMap"]
 
 
 def test_empty_files_and_documents_apply_nothing(tmp_path: Path) -> None:

@@ -50,3 +50,12 @@ def test_summaries_say_what_is_pending() -> None:
         )
         == "rayservice/svc: ready=True (NonZeroServeEndpoints) endpoints=2 active=a pending=-"
     )
+
+
+def test_rayjob_is_ready_once_complete() -> None:
+    job = {"kind": "RayJob", "metadata": {"name": "rj"}, "status": {"jobDeploymentStatus": "Running"}}
+    assert not is_ready(job)
+    assert summary(job) == "rayjob/rj: deployment=Running job=- cluster=-"
+    job["status"] = {"jobDeploymentStatus": "Complete", "jobStatus": "SUCCEEDED", "rayClusterName": "rj-x"}
+    assert is_ready(job)
+    assert summary(job) == "rayjob/rj: deployment=Complete job=SUCCEEDED cluster=rj-x"
