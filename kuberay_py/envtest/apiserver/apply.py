@@ -14,42 +14,17 @@ objects never server-side applied, ``x-kubernetes-list-type: map`` lists of cust
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .core import ApiCore
 from .errors import StatusError
 from .fieldsets import MISSING, Path, delete_path, format_path, from_fields_v1, get_path, leaves, to_fields_v1
-from .meta import clone
+from .managedfields import managed_entry, same_manager
+from .meta import Obj, clone
 from .patch import apply_merge_patch, apply_strategic_merge_patch
+from .registry import ResourceType
 
-if TYPE_CHECKING:
-    from .core import ApiCore, Obj
-    from .registry import ResourceType
-
-__all__ = ["server_side_apply", "track_update"]
-
-
-def _entry(
-    manager: str, operation: str, rt: ResourceType, paths: set[Path], now: str, subresource: str | None
-) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "manager": manager,
-        "operation": operation,
-        "apiVersion": rt.api_version,
-        "time": now,
-        "fieldsType": "FieldsV1",
-        "fieldsV1": to_fields_v1(paths),
-    }
-    if subresource:
-        entry["subresource"] = subresource
-    return entry
-
-
-def _same(entry: dict[str, Any], manager: str, operation: str, subresource: str | None) -> bool:
-    return (
-        entry.get("manager") == manager
-        and entry.get("operation") == operation
-        and entry.get("subresource") == subresource
-    )
+__all__ = ["server_side_apply"]
 
 
 def server_side_apply(
@@ -90,7 +65,7 @@ def server_side_apply(
     applied = clone(patch)
     applied.setdefault("metadata", {}).pop("managedFields", None)
     applied_set = leaves(applied, strategic=rt.strategic_merge, subresource=subresource)
-    entry = _entry(field_manager, "Apply", rt, applied_set, core.now(), subresource)
+    entry = managed_entry(field_manager, "Apply", rt, applied_set, core.now(), subresource)
     existing = core.storage.get(rt.key, namespace or "", name)
     if existing is None:
         if subresource:
@@ -107,7 +82,7 @@ def server_side_apply(
     others: list[tuple[dict[str, Any], set[Path]]] = []
     for m in managed:
         paths = from_fields_v1(m.get("fieldsV1"))
-        if _same(m, field_manager, "Apply", subresource):
+        if same_manager(m, field_manager, "Apply", subresource):
             previous = paths
         else:
             others.append((m, paths))
@@ -179,35 +154,3 @@ def _conflict_error(rt: ResourceType, name: str, conflicts: list[tuple[dict[str,
     if rt.group:
         details["group"] = rt.group
     return StatusError(409, "Conflict", summary, details)
-
-
-def track_update(
-    core: ApiCore, rt: ResourceType, old: Obj, new: Obj, manager: str, subresource: str | None
-) -> None:
-    """After a PUT/PATCH of a server-side-applied object: the writer owns what it changed."""
-    managed = old["metadata"].get("managedFields") or []
-    if not any(m.get("operation") == "Apply" for m in managed):
-        return
-    if "managedFields" not in new["metadata"] or new["metadata"]["managedFields"] is None:
-        new["metadata"]["managedFields"] = clone(managed)
-    strategic = rt.strategic_merge
-    candidates = leaves(old, strategic=strategic, subresource=subresource) | leaves(
-        new, strategic=strategic, subresource=subresource
-    )
-    changed = {p for p in candidates if p[-1] != "." and get_path(old, p) != get_path(new, p)}
-    if not changed:
-        return
-    present = {p for p in changed if get_path(new, p) is not MISSING}
-    entries: list[dict[str, Any]] = []
-    mine: set[Path] = set(present)
-    for m in new["metadata"]["managedFields"]:
-        paths = from_fields_v1(m.get("fieldsV1"))
-        if _same(m, manager, "Update", subresource):
-            mine |= paths - (changed - present)
-            continue
-        kept = paths - changed
-        if kept:
-            entries.append({**m, "fieldsV1": to_fields_v1(kept)})
-    if mine:
-        entries.append(_entry(manager, "Update", rt, mine, core.now(), subresource))
-    new["metadata"]["managedFields"] = entries

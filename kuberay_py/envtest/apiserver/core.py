@@ -14,17 +14,16 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from ...clock import Clock, RealClock
-from .apply import server_side_apply, track_update
 from .errors import Cause, StatusError
-from .meta import clone, format_time, new_uid, random_suffix, spec_changed
+from .managedfields import track_update
+from .meta import Obj, clone, format_time, new_uid, random_suffix, spec_changed
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
 from .registry import Registry, ResourceType
 from .store import Storage
 from .validation import forbidden, invalid, validate_metadata
 
-__all__ = ["ApiCore", "KindHooks"]
+__all__ = ["ApiCore", "KindHooks", "Obj"]
 
-Obj = dict[str, Any]
 
 
 class KindHooks(Protocol):
@@ -304,7 +303,7 @@ class ApiCore:
         if causes:
             raise StatusError.invalid(rt.group, rt.kind, name, causes)
         if manager:
-            track_update(self, rt, old, new, manager, subresource)
+            track_update(rt, old, new, manager, subresource, self.now())
         if "generation" in old_meta and spec_changed(old, new, ignore_status=rt.status_subresource):
             meta["generation"] = old_meta["generation"] + 1
         if new == old:
@@ -346,23 +345,12 @@ class ApiCore:
         subresource: str | None = None,
         dry_run: bool = False,
         field_manager: str | None = None,
-        force: bool = False,
         strict: bool = False,
     ) -> tuple[Obj, bool]:
-        """Apply a patch; returns (object, created) -- only server-side apply may create."""
-        if patch_type == "apply":
-            return server_side_apply(
-                self,
-                rt,
-                namespace,
-                name,
-                patch,
-                subresource=subresource,
-                dry_run=dry_run,
-                field_manager=field_manager,
-                force=force,
-                strict=strict,
-            )
+        """A JSON, merge or strategic merge patch; returns (object, False): only apply creates.
+
+        Server-side apply (``apply.server_side_apply``) is a layer above, built on create/update.
+        """
         old = self.get(rt, namespace, name)
         base = clone(self.present(rt, old))  # the patch is written against the served shape
         if patch_type == "merge":

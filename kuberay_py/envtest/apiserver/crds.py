@@ -16,14 +16,12 @@ from typing import Any
 from .core import ApiCore, Obj
 from .errors import Cause, StatusError
 from .meta import clone
-from .registry import ResourceType
+from .registry import CLEANUP_FINALIZER, CRD_KEY, ResourceType
 from .schema import Schema
 from .validation import field_cause, invalid, required
 
 __all__ = ["CLEANUP_FINALIZER", "CRD_KEY", "CrdHooks", "version_priority"]
 
-CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
-CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
 _VERSION_RE = re.compile(r"^v(\d+)(?:(alpha|beta)(\d+))?$")
 

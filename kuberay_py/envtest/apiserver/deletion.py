@@ -14,10 +14,9 @@ from datetime import timedelta
 from typing import Any
 
 from .core import ApiCore, Obj
-from .crds import CLEANUP_FINALIZER, CRD_KEY
 from .errors import StatusError
 from .meta import clone, format_time
-from .registry import ResourceType
+from .registry import CLEANUP_FINALIZER, CRD_KEY, ResourceType
 
 __all__ = ["DeleteOptions", "delete_collection", "delete_object"]
 

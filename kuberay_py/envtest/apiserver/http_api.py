@@ -8,7 +8,8 @@ are accepted, which status codes come back, what goes into the request log.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import orjson
 import structlog
@@ -16,6 +17,7 @@ import yaml
 from aiohttp import web
 
 from . import discovery, openapi, tables
+from .apply import server_side_apply
 from .core import ApiCore
 from .deletion import DeleteOptions, delete_collection, delete_object, success_status
 from .errors import StatusError
@@ -29,10 +31,19 @@ from .selectors import parse_field_selector, parse_label_selector
 from .tables import wants_table
 from .watchstream import WatchParams, serve_watch
 
-if TYPE_CHECKING:
-    from .server import BuiltinAPIServer
+__all__ = ["ApiHandler", "HandlerSettings"]
 
-__all__ = ["ApiHandler"]
+
+@dataclass
+class HandlerSettings:
+    """What the HTTP handler needs from the server that owns it; knobs stay changeable at run time."""
+
+    core: ApiCore
+    faults: FaultInjector
+    request_log: RequestLog
+    bookmark_interval: float = 1.0
+    watch_timeout: float = 1800.0
+    address: str = ""  # host:port, known once the server listens (discovery's serverAddress)
 
 log = structlog.get_logger("kuberay_py.envtest.apiserver")
 
@@ -73,11 +84,11 @@ class _Route:
 
 
 class ApiHandler:
-    def __init__(self, server: BuiltinAPIServer) -> None:
-        self.server = server
-        self.core: ApiCore = server.core
-        self.faults: FaultInjector = server.faults
-        self.log: RequestLog = server.request_log
+    def __init__(self, settings: HandlerSettings) -> None:
+        self.settings = settings
+        self.core: ApiCore = settings.core
+        self.faults: FaultInjector = settings.faults
+        self.log: RequestLog = settings.request_log
 
     # -- entry point --------------------------------------------------------------------------------
 
@@ -296,8 +307,8 @@ class ApiHandler:
                     ns,
                     matches,
                     params,
-                    self.server.bookmark_interval,
-                    self.server.watch_timeout,
+                    self.settings.bookmark_interval,
+                    self.settings.watch_timeout,
                 )
             opts = DeleteOptions(await self._optional_json(request), dict(q))
             opts.dry_run = opts.dry_run or dry_run
@@ -368,18 +379,31 @@ class ApiHandler:
                 )
             if ptype != "apply":
                 manager = field_manager(request, q)
-            obj, created = core.patch(
-                rt,
-                ns,
-                name,
-                ptype,
-                body,
-                subresource=route.sub,
-                dry_run=dry_run,
-                field_manager=manager,
-                force=boolean(q, "force"),
-                strict=strict,
-            )
+            if ptype == "apply":
+                obj, created = server_side_apply(
+                    core,
+                    rt,
+                    ns,
+                    name,
+                    body,
+                    subresource=route.sub,
+                    dry_run=dry_run,
+                    field_manager=manager,
+                    force=boolean(q, "force"),
+                    strict=strict,
+                )
+            else:
+                obj, created = core.patch(
+                    rt,
+                    ns,
+                    name,
+                    ptype,
+                    body,
+                    subresource=route.sub,
+                    dry_run=dry_run,
+                    field_manager=manager,
+                    strict=strict,
+                )
             return json_response(core.present(rt, obj), 201 if created else 200)
         if verb == "delete":
             if route.sub is not None:
@@ -451,7 +475,7 @@ class ApiHandler:
         if path in ("/healthz", "/readyz", "/livez"):
             return web.Response(text="ok", content_type="text/plain")
         if path == "/api":
-            return json_response(discovery.api_versions(self.server.address))
+            return json_response(discovery.api_versions(self.settings.address))
         if path == "/apis":
             return json_response(discovery.api_group_list(reg))
         parts = [p for p in path.split("/") if p]

@@ -9,7 +9,9 @@ from typing import Any
 
 import orjson
 
-__all__ = ["clone", "format_time", "new_uid", "random_suffix", "spec_changed"]
+from ...objects import Obj
+
+__all__ = ["Obj", "clone", "format_time", "new_uid", "random_suffix", "spec_changed"]
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's utilrand alphabet (no vowels, no 0/1/3)
 

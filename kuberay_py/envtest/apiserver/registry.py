@@ -11,7 +11,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["Registry", "ResourceType"]
+__all__ = ["CLEANUP_FINALIZER", "CRD_KEY", "Registry", "ResourceType"]
+
+# The CRD resource and the finalizer kube-apiserver adds when one is deleted (its custom resources
+# are removed first). Here, below both crds.py and deletion.py, which each need them.
+CRD_KEY = ("apiextensions.k8s.io", "customresourcedefinitions")
+CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io"
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 

@@ -23,7 +23,7 @@ from .endpointvalidation import EndpointsHooks
 from .eventconversion import CORE_EVENTS, EVENTS_V1, core_to_events_v1, events_v1_to_core
 from .events import EventHooks
 from .faults import Fault, FaultInjector, RequestLog
-from .http_api import MAX_BODY, ApiHandler
+from .http_api import MAX_BODY, ApiHandler, HandlerSettings
 from .kinds import NamespaceHooks, PodHooks, SecretHooks, ServiceHooks
 
 __all__ = ["BuiltinAPIServer"]
@@ -50,8 +50,6 @@ class BuiltinAPIServer:
         self.ssl_context = ssl_context
         self.port = port
         self.core = ApiCore(clock=clock, history_size=history_size)
-        self.bookmark_interval = bookmark_interval
-        self.watch_timeout = watch_timeout
         self.faults = FaultInjector()
         self.request_log = RequestLog()
         self._runner: web.AppRunner | None = None
@@ -72,7 +70,32 @@ class BuiltinAPIServer:
         assert ns_rt is not None
         for name in _INITIAL_NAMESPACES:
             self.core.create(ns_rt, None, {"metadata": {"name": name}})
-        self._handler = ApiHandler(self)
+        self.settings = HandlerSettings(
+            self.core,
+            self.faults,
+            self.request_log,
+            bookmark_interval=bookmark_interval,
+            watch_timeout=watch_timeout,
+        )
+        self._handler = ApiHandler(self.settings)
+
+    @property
+    def bookmark_interval(self) -> float:
+        """Seconds between BOOKMARK events on watches that allow them (changeable while serving)."""
+        return self.settings.bookmark_interval
+
+    @bookmark_interval.setter
+    def bookmark_interval(self, value: float) -> None:
+        self.settings.bookmark_interval = value
+
+    @property
+    def watch_timeout(self) -> float:
+        """The default watch lifetime when a client gives no ``timeoutSeconds``."""
+        return self.settings.watch_timeout
+
+    @watch_timeout.setter
+    def watch_timeout(self, value: float) -> None:
+        self.settings.watch_timeout = value
 
     @property
     def accept_loopback_endpoint_addresses(self) -> bool:
@@ -112,6 +135,7 @@ class BuiltinAPIServer:
         assert server is not None
         sockets = getattr(server, "sockets", None) or []
         self.port = sockets[0].getsockname()[1]
+        self.settings.address = self.address
 
     async def stop(self) -> None:
         for w in self.core.storage.all_watchers():

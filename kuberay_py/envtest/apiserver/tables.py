@@ -12,11 +12,11 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+from .meta import Obj
 from .registry import ResourceType
 
 __all__ = ["human_duration", "table", "wants_table"]
 
-Obj = dict[str, Any]
 _TABLE_RE = re.compile(r"as=Table")
 
 

@@ -26,6 +26,7 @@ import anyio
 from kuberay_py.client import Client
 from kuberay_py.clock import Clock
 from kuberay_py.envtest.sim.addresses import AddressAllocator
+from kuberay_py.envtest.sim.nodecontext import NodeContext
 from kuberay_py.envtest.sim.podworker import PodWorker
 from kuberay_py.envtest.sim.prober import ProbeKind
 from kuberay_py.envtest.sim.runtime import PodRuntime
@@ -66,8 +67,19 @@ class Kubelet:
         self._rounds: dict[tuple[str, str, str, str], int] = defaultdict(int)
         self._round_waiters: list[tuple[tuple[str, str, str, str | None], int, asyncio.Future[None]]] = []
         self._session: aiohttp.ClientSession | None = None
-        self._binding_supported = True
-        self._terminated: set[str] = set()  # Pods this kubelet stopped and asked the API to remove
+        self.node = NodeContext(
+            client=client,
+            clock=clock,
+            runtime=pod_runtime,
+            scale=probe_period_scale,
+            node_name=node_name,
+            host_ip=host_ip,
+            addresses=addresses,
+            session=lambda: self.session,
+            spawn=self._spawn,
+            round_done=self._round_done,
+            release_worker=self._release_worker,
+        )
 
     # -- EventHandler -------------------------------------------------------------------------
     def on_add(self, obj: dict[str, Any], is_initial: bool) -> None:
@@ -77,7 +89,7 @@ class Kubelet:
         self._dispatch(new)
 
     def on_delete(self, obj: dict[str, Any]) -> None:
-        self._terminated.discard(obj.get("metadata", {}).get("uid", ""))
+        self.node.terminated.discard(obj.get("metadata", {}).get("uid", ""))
         worker = self._workers.pop(obj.get("metadata", {}).get("uid", ""), None)
         if worker is not None:
             worker.removed()
@@ -106,6 +118,10 @@ class Kubelet:
                     await self._session.close()
                     self._session = None
 
+    def _release_worker(self, uid: str, worker: object) -> None:
+        if self._workers.get(uid) is worker:
+            del self._workers[uid]
+
     def _spawn(self, coro: Any) -> asyncio.Task[None]:
         task: asyncio.Task[None] = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
@@ -126,7 +142,7 @@ class Kubelet:
         if worker is not None:
             worker.update(pod)
             return
-        if uid in self._terminated:
+        if uid in self.node.terminated:
             return  # stopped and deleted; only finalizers keep it in the API now
         if node and node != self.node_name:
             return
@@ -134,7 +150,7 @@ class Kubelet:
             return
         if (pod.get("status") or {}).get("phase") in _TERMINAL and not meta.get("deletionTimestamp"):
             return
-        worker = PodWorker(self, pod)
+        worker = PodWorker(self.node, pod)
         self._workers[uid] = worker
         worker.task = self._spawn(worker.run())
 

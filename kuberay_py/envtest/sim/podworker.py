@@ -3,7 +3,7 @@
 Bind (if unscheduled), take an address, start the runtime, report Running, run the probes and act
 on them (readiness into the status, liveness/startup failures into restarts), and on graceful
 deletion drain, stop and remove the Pod. Split from :mod:`.kubelet`, which routes Pod events to
-one worker per Pod UID and owns what the workers share (client, clock, runtime, addresses).
+one worker per Pod UID and hands each the :class:`NodeContext` the workers share.
 """
 
 from __future__ import annotations
@@ -12,17 +12,15 @@ import asyncio
 import copy
 import errno
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kuberay_py.client import ApiError, Conflict, NotFound, resources
 from kuberay_py.clock import Clock, format_rfc3339
+from kuberay_py.envtest.sim.nodecontext import NodeContext
 from kuberay_py.envtest.sim.podstatus import ContainerState, build_status
 from kuberay_py.envtest.sim.prober import ProbeKind, ProbeState, ProbeTiming
 from kuberay_py.envtest.sim.probes import run_probe
 from kuberay_py.log import get_logger
-
-if TYPE_CHECKING:
-    from kuberay_py.envtest.sim.kubelet import Kubelet
 
 __all__ = ["PodWorker", "rfc3339"]
 
@@ -36,8 +34,8 @@ def rfc3339(clock: Clock) -> str:
 class PodWorker:
     """One Pod's life on the node, like the kubelet's pod worker goroutine."""
 
-    def __init__(self, kubelet: Kubelet, pod: dict[str, Any]) -> None:
-        self.k = kubelet
+    def __init__(self, node: NodeContext, pod: dict[str, Any]) -> None:
+        self.k = node
         self.pod = pod
         meta = pod["metadata"]
         self.namespace: str = meta.get("namespace", "")
@@ -101,7 +99,7 @@ class PodWorker:
         }
         client = self.k.client
         try:
-            if self.k._binding_supported:
+            if self.k.binding_supported:
                 try:
                     await client.request(
                         "POST", resources.PODS.path(self.namespace, self.name, "binding"), body=body
@@ -113,7 +111,7 @@ class PodWorker:
                     # 404 is either "no such Pod" or "no binding subresource": the GET tells which.
                     await client.get(resources.PODS, self.name, self.namespace)
                     log.info("API server has no pods/binding; setting spec.nodeName instead")
-                    self.k._binding_supported = False
+                    self.k.binding_supported = False
             await client.patch(
                 resources.PODS, self.name, {"spec": {"nodeName": self.k.node_name}}, self.namespace
             )
@@ -177,7 +175,7 @@ class PodWorker:
             for c in spec.get("containers") or []:
                 self._start_probes(c)
             if getattr(self.k.runtime, "wait_exit", None) is not None:
-                self.k._spawn(self._watch_exit())
+                self.k.spawn(self._watch_exit())
 
     async def _watch_exit(self) -> None:
         """A runtime whose process ends by itself (``wait_exit`` → exit code): the containers
@@ -219,12 +217,12 @@ class PodWorker:
     def _start_probes(self, container: dict[str, Any]) -> None:
         name = container.get("name", "")
         if "startupProbe" in container and not self.containers[name].started:
-            self.probe_tasks[name].append(self.k._spawn(self._probe_loop(container, "startup")))
+            self.probe_tasks[name].append(self.k.spawn(self._probe_loop(container, "startup")))
             return
         kinds: tuple[ProbeKind, ...] = ("readiness", "liveness")
         for kind in kinds:
             if f"{kind}Probe" in container:
-                self.probe_tasks[name].append(self.k._spawn(self._probe_loop(container, kind)))
+                self.probe_tasks[name].append(self.k.spawn(self._probe_loop(container, kind)))
 
     async def _probe_loop(self, container: dict[str, Any], kind: ProbeKind) -> None:
         probe = container[f"{kind}Probe"]
@@ -237,7 +235,7 @@ class PodWorker:
         next_at = self.started_mono.get(cs.name, clock.now()) + timing.initial_delay * self.k.scale
         while True:
             await clock.sleep(max(0.0, next_at - clock.now()))
-            outcome = await run_probe(probe, container, self.ip, self.k.session)
+            outcome = await run_probe(probe, container, self.ip, self.k.session())
             changed = state.observe(outcome.success)
             if not outcome.success:
                 log.debug(
@@ -260,13 +258,13 @@ class PodWorker:
                 return
             elif changed and state.result is False and kind in ("liveness", "startup"):
                 self._round(cs.name, kind)
-                self.k._spawn(self._restart_container(container, f"{kind} probe failed: {outcome.message}"))
+                self.k.spawn(self._restart_container(container, f"{kind} probe failed: {outcome.message}"))
                 return
             self._round(cs.name, kind)
             next_at = max(next_at + timing.period * self.k.scale, clock.now())
 
     def _round(self, container: str, kind: str) -> None:
-        self.k._round_done(self.namespace, self.name, container, kind)
+        self.k.round_done(self.namespace, self.name, container, kind)
 
     async def _restart_container(self, container: dict[str, Any], reason: str) -> None:
         name = container.get("name", "")
@@ -339,7 +337,7 @@ class PodWorker:
                         error=str(draining.exception()),
                     )
         await self._stop_everything()
-        self.k._terminated.add(self.uid)
+        self.k.terminated.add(self.uid)
         try:
             await self.k.client.delete(
                 resources.PODS,
@@ -368,8 +366,7 @@ class PodWorker:
         if self.ip:
             self.k.addresses.free(self.ip)
             self.ip = ""
-        if self.k._workers.get(self.uid) is self:
-            del self.k._workers[self.uid]
+        self.k.release_worker(self.uid, self)
 
     # -- status ------------------------------------------------------------------------------
     async def write_status(self) -> None:
