@@ -63,7 +63,7 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
         categories=("all",),
         status_subresource=True,
         return_deleted_object=True,
-        name_rule="dns1035",
+        name_rule="label",  # RFC 1123 labels since RelaxedServiceNameValidation (on in 1.36)
         field_labels=("spec.clusterIP", "spec.type"),
     ),
     ResourceType("", "v1", "Endpoints", "endpoints", short_names=("ep",), singular="endpoints"),

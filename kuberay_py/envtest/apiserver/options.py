@@ -30,64 +30,65 @@ def boolean(q: Any, key: str) -> bool:
     return q.get(key) in TRUE
 
 
+def _forbidden(field: str, detail: str) -> dict[str, str]:
+    return {"reason": "FieldValueForbidden", "field": field, "message": f"Forbidden: {detail}"}
+
+
+def _not_supported(field: str, value: str, supported: tuple[str, ...]) -> dict[str, str]:
+    values = ", ".join(f'"{v}"' for v in supported)
+    return {
+        "reason": "FieldValueNotSupported",
+        "field": field,
+        "message": f'Unsupported value: "{value}": supported values: {values}',
+    }
+
+
 def validate_list_options(q: Any, watch: bool) -> None:
-    """``ValidateListOptions``: the rules around ``sendInitialEvents`` and ``resourceVersionMatch``."""
+    """apimachinery's ``ValidateListOptions`` (WatchList on, as in kube-apiserver 1.36).
+
+    A watch may ask for ``sendInitialEvents`` only with ``resourceVersionMatch=NotOlderThan``
+    (bookmarks are not required: without them no initial-events-end bookmark is sent); a list may
+    not ask for it at all. Causes come in upstream's order.
+    """
     causes: list[dict[str, str]] = []
-    match = q.get("resourceVersionMatch")
+    match = q.get("resourceVersionMatch") or ""
     send_initial = q.get("sendInitialEvents")
-    if send_initial is not None and send_initial in TRUE:
-        if not watch:
+    rv = q.get("resourceVersion") or ""
+    continue_token = q.get("continue") or ""
+    rvm = "resourceVersionMatch"
+    if watch:
+        if send_initial is not None and match != "NotOlderThan":
             causes.append(
-                {
-                    "reason": "FieldValueForbidden",
-                    "field": "sendInitialEvents",
-                    "message": "Forbidden: sendInitialEvents is forbidden for list",
-                }
+                _forbidden(rvm, "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan")
             )
-        if match != "NotOlderThan":
-            causes.append(
-                {
-                    "reason": "FieldValueForbidden",
-                    "field": "resourceVersionMatch",
-                    "message": "Forbidden: sendInitialEvents requires setting resourceVersionMatch "
-                    "to NotOlderThan",
-                }
-            )
-        if not boolean(q, "allowWatchBookmarks"):
-            causes.append(
-                {
-                    "reason": "FieldValueForbidden",
-                    "field": "allowWatchBookmarks",
-                    "message": "Forbidden: sendInitialEvents requires setting allowWatchBookmarks to true",
-                }
-            )
-    elif match:
-        if watch:
-            causes.append(
-                {
-                    "reason": "FieldValueForbidden",
-                    "field": "resourceVersionMatch",
-                    "message": "Forbidden: resourceVersionMatch is forbidden for watch unless "
-                    "sendInitialEvents is provided",
-                }
-            )
-        elif match not in ("Exact", "NotOlderThan"):
-            causes.append(
-                {
-                    "reason": "FieldValueNotSupported",
-                    "field": "resourceVersionMatch",
-                    "message": f'Unsupported value: "{match}": supported values: "Exact", "NotOlderThan", ""',
-                }
-            )
-        elif not q.get("resourceVersion"):
-            causes.append(
-                {
-                    "reason": "FieldValueForbidden",
-                    "field": "resourceVersionMatch",
-                    "message": "Forbidden: resourceVersionMatch is forbidden unless resourceVersion "
-                    "is provided",
-                }
-            )
+        if match:
+            if send_initial is None:
+                causes.append(
+                    _forbidden(
+                        rvm,
+                        "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                    )
+                )
+            if match != "NotOlderThan":
+                causes.append(_not_supported(rvm, match, ("NotOlderThan",)))
+            if continue_token:
+                causes.append(_forbidden(rvm, "resourceVersionMatch is forbidden when continue is provided"))
+    else:
+        if match:
+            if not rv:
+                causes.append(
+                    _forbidden(rvm, "resourceVersionMatch is forbidden unless resourceVersion is provided")
+                )
+            if continue_token:
+                causes.append(_forbidden(rvm, "resourceVersionMatch is forbidden when continue is provided"))
+            if match not in ("Exact", "NotOlderThan"):
+                causes.append(_not_supported(rvm, match, ("Exact", "NotOlderThan", "")))
+            if match == "Exact" and rv == "0":
+                causes.append(
+                    _forbidden(rvm, 'resourceVersionMatch "exact" is forbidden for resourceVersion "0"')
+                )
+        if send_initial is not None:
+            causes.append(_forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list"))
     if causes:
         raise StatusError.invalid("meta.k8s.io", "ListOptions", "", causes)
 

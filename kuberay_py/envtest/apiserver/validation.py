@@ -82,7 +82,8 @@ def name_problems(name: str, rule: str, *, prefix: bool = False) -> list[str]:
         if len(name) > 63:
             out.append("must be no more than 63 characters")
         if not _DNS1123_LABEL.match(name):
-            out.append(_LABEL_MSG)
+            # apimachinery's content.IsDNS1123Label: a valid subdomain can only be wrong by its dots.
+            out.append("must not contain dots" if _DNS1123_SUBDOMAIN.match(name) else _LABEL_MSG)
         return out
     if rule == "dns1035":
         out = []

@@ -6,11 +6,14 @@ line (with a deadline) instead of sleeping, and a failing test shows what the pr
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import signal
+import ssl
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -135,30 +138,58 @@ def poll(check: Callable[[], bool], *, timeout: float, what: str) -> None:
         time.sleep(0.05)
 
 
-def kube_get(kubeconfig: Path, path: str) -> dict[str, Any]:
-    """GET ``path`` from the API server a kubeconfig names (the demo's: plain HTTP + bearer token)."""
+def _kube_request(
+    kubeconfig: Path, path: str, *, method: str = "GET", body: bytes | None = None, content_type: str = ""
+) -> dict[str, Any]:
+    """One request to the API server a kubeconfig names, with its CA and credentials.
+
+    The built-in server is plain HTTP with a bearer token; real kube-apiserver (and the built-in
+    one with ``tls=True``) is HTTPS with the kubeconfig's CA and client certificate, as kubectl
+    connects.
+    """
     import yaml
 
     config = yaml.safe_load(kubeconfig.read_text())
-    server = config["clusters"][0]["cluster"]["server"]
-    token = config["users"][0]["user"].get("token")
-    req = urllib.request.Request(server + path, headers={"Authorization": f"Bearer {token}"} if token else {})
-    with urllib.request.urlopen(req, timeout=10) as resp:
+    cluster = config["clusters"][0]["cluster"]
+    user = config["users"][0]["user"]
+    headers = {"Accept": "application/json"}
+    if content_type:
+        headers["Content-Type"] = content_type
+    if user.get("token"):
+        headers["Authorization"] = f"Bearer {user['token']}"
+    context: ssl.SSLContext | None = None
+    if cluster["server"].startswith("https://"):
+        ca = cluster.get("certificate-authority-data")
+        context = ssl.create_default_context(cadata=base64.b64decode(ca).decode() if ca else None)
+        if cluster.get("certificate-authority"):
+            context.load_verify_locations(cluster["certificate-authority"])
+        if cluster.get("insecure-skip-tls-verify"):
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+        if user.get("client-certificate-data") and user.get("client-key-data"):
+            with tempfile.TemporaryDirectory() as tmp:
+                cert, key = Path(tmp) / "cert.pem", Path(tmp) / "key.pem"
+                cert.write_bytes(base64.b64decode(user["client-certificate-data"]))
+                key.write_bytes(base64.b64decode(user["client-key-data"]))
+                context.load_cert_chain(str(cert), str(key))
+        elif user.get("client-certificate") and user.get("client-key"):
+            context.load_cert_chain(user["client-certificate"], user["client-key"])
+    req = urllib.request.Request(cluster["server"] + path, data=body, headers=headers, method=method)
+    with urllib.request.urlopen(req, timeout=10, context=context) as resp:
         return dict(json.loads(resp.read()))
+
+
+def kube_get(kubeconfig: Path, path: str) -> dict[str, Any]:
+    """GET ``path`` from the API server a kubeconfig names."""
+    return _kube_request(kubeconfig, path)
 
 
 def kube_patch(kubeconfig: Path, path: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
     """A JSON patch through the API server a kubeconfig names (as `kubectl patch --type=json`)."""
-    import yaml
-
-    config = yaml.safe_load(kubeconfig.read_text())
-    server = config["clusters"][0]["cluster"]["server"]
-    token = config["users"][0]["user"].get("token")
-    headers = {"Content-Type": "application/json-patch+json"}
-    if token:
-        headers["Authorization"] = f"Bearer {token}"
-    req = urllib.request.Request(
-        server + path, data=json.dumps(patch).encode(), headers=headers, method="PATCH"
+    return _kube_request(
+        kubeconfig,
+        path,
+        method="PATCH",
+        body=json.dumps(patch).encode(),
+        content_type="application/json-patch+json",
     )
-    with urllib.request.urlopen(req, timeout=10) as resp:
-        return dict(json.loads(resp.read()))

@@ -100,8 +100,10 @@ async def test_every_request_the_operator_sends_is_allowed_by_rbac(tmp_path: Pat
         # give each a session that records the requests it sends.
         clients = {id(c): c for c in (manager.client, getattr(manager, "events_client", manager.client))}
         for client_ in clients.values():
+            tls = client_.config.ssl_context  # real mode: the kubeconfig's CA and client certificate
             client_._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0), trace_configs=[recorder(seen)]
+                connector=aiohttp.TCPConnector(limit=0, ssl=tls if tls is not None else True),
+                trace_configs=[recorder(seen)],
             )
         run = asyncio.create_task(manager.run(install_signal_handlers=False))
         try:
