@@ -1,0 +1,352 @@
+"""Swapping operators changes nothing: kuberay-py adopts what KubeRay v1.7 left, and the reverse.
+
+Forward: the objects of KubeRay's golden run of ``ray-service.sample.yaml`` (the RayCluster with
+its hash annotations, the head and worker Pods, the head Service), made to serve the way KubeRay
+makes them serve (Serve config PUT to the head's dashboard, head labelled ``ray.io/serve=true``,
+the RayService's Services and a Ready status) are running in the simulator when kuberay-py starts.
+It must adopt them with zero creates or deletes of RayClusters or Pods, while the serve Service
+never loses its endpoints.
+
+Reverse: what kuberay-py created carries everything KubeRay's decisions read (hashes, group
+count, version, labels, status), so a KubeRay taking over would neither upgrade nor recreate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import pytest
+import yaml
+
+from controllers import constants as c
+from controllers.constants import RAYCLUSTERS, RAYSERVICES
+from controllers.raycluster.common import controller_ref
+from controllers.rayservice.hashing import should_prepare_new_cluster, should_update_cluster
+from controllers.rayservice.services import build_rayservice_head_service, build_rayservice_serve_service
+from controllers.raysim import RayPodRuntime
+from controllers.spechash import rayservice_cluster_hash, recreate_hash
+from kuberay_py.client.resources import PODS, SERVICES
+from kuberay_py.envtest import Environment
+from kuberay_py.metrics import registry
+from tests import golden
+from tests.rayservice_harness import (
+    CRD_DIR,
+    Operator,
+    ServingNamespace,
+    sample,
+    serve_config,
+    start_operator,
+    stop_operator,
+)
+
+from .conftest import PROBE_SCALE, TIMINGS, condition, eventually
+
+SAMPLE = "ray-service.sample.yaml"
+
+
+def reconciles(controller: str) -> float:
+    """Finished reconciles so far, whatever their result (in-process operators share the registry)."""
+    metric = "controller_runtime_reconcile_total"
+    results = ("success", "error", "requeue", "requeue_after")
+    values = (registry.get_sample_value(metric, {"controller": controller, "result": r}) for r in results)
+    return sum(v or 0.0 for v in values)
+
+
+# The RayService controller polls Serve, so it keeps reconciling; the RayCluster controller is
+# quiet once converged (no periodic requeue), so one more of its reconciles is all there is.
+_MORE = {"raycluster-controller": 1, "rayservice": 3}
+
+
+async def _more_reconciles(since: dict[str, float]) -> bool:
+    """Both controllers reconciled again since ``since``: enough for any delayed write to show."""
+    return all(reconciles(name) >= count + _MORE[name] for name, count in since.items())
+
+
+def _counts() -> dict[str, float]:
+    return {name: reconciles(name) for name in _MORE}
+
+
+CLUSTER = "rayservice-sample-x7k2m"  # KubeRay's <RayService>-<5 random characters>
+KUBERAY_HASH = "Q1055GBNIO0AH4T77DF02RUTJ6K23ASF"  # what KubeRay v1.7.0 wrote (SPEC_HASH.md #1)
+
+
+@dataclass
+class Rig(ServingNamespace):
+    env: Environment
+    operator: Operator | None = None
+
+
+@pytest.fixture
+async def rig() -> AsyncIterator[Rig]:
+    runtime = RayPodRuntime(timings=TIMINGS)
+    async with Environment(
+        [str(CRD_DIR)], simulate=True, pod_runtime=runtime, probe_period_scale=PROBE_SCALE
+    ) as env:
+        client = env.new_client()
+        out = Rig(client=client, namespace=await env.create_namespace(), env=env)
+        try:
+            yield out
+        finally:
+            if out.operator is not None:
+                await stop_operator(out.operator)
+            await client.close()
+            await runtime.close()
+
+
+@dataclass
+class Churn:
+    """Creates and deletes of Pods and RayClusters seen by a watch, and the fewest serve endpoints."""
+
+    events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, kind, name)
+    min_endpoints: int | None = None
+    samples: int = 0
+
+
+@contextlib.asynccontextmanager
+async def watching(rig: Rig, serve_service: str) -> AsyncIterator[Churn]:
+    churn = Churn()
+
+    async def watch(res: Any) -> None:
+        listed = await rig.client.list(res, rig.namespace)
+        rv = listed["metadata"]["resourceVersion"]
+        async for event in rig.client.watch(res, rig.namespace, resource_version=rv):
+            if event["type"] in ("ADDED", "DELETED"):
+                churn.events.append((event["type"], res.kind, event["object"]["metadata"]["name"]))
+
+    async def sample_endpoints() -> None:
+        while True:
+            ready = {pod for _, _, pod in await rig.ready_endpoints(serve_service)}
+            churn.samples += 1
+            churn.min_endpoints = (
+                len(ready) if churn.min_endpoints is None else min(churn.min_endpoints, len(ready))
+            )
+            await asyncio.sleep(0.05)
+
+    tasks = [asyncio.create_task(t) for t in (watch(PODS), watch(RAYCLUSTERS), sample_endpoints())]
+    await asyncio.sleep(0.2)  # the watches are established before anything happens
+    try:
+        yield churn
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def _from_golden(obj: dict[str, Any], namespace: str, names: dict[str, str]) -> dict[str, Any]:
+    """A golden object made concrete again: placeholders back to real names, no status."""
+    text = json.dumps(obj)
+    for placeholder, real in names.items():
+        text = text.replace(placeholder, real)
+    text = re.sub(r"(?<![A-Za-z0-9-])NS(?![A-Za-z0-9-])", namespace, text)
+    out: dict[str, Any] = json.loads(text)
+    out.pop("status", None)
+    for ref in out["metadata"].get("ownerReferences") or []:
+        ref.pop("uid", None)
+    return out
+
+
+async def _kuberay_state(rig: Rig) -> dict[str, Any]:
+    """Create exactly what KubeRay v1.7 left for the sample, serving, and return the RayService."""
+    ns, client = rig.namespace, rig.client
+    gold = golden.golden(SAMPLE)
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for obj in gold["objects"]:
+        by_kind.setdefault(obj["kind"], []).append(obj)
+
+    manifest = sample(SAMPLE)
+    manifest["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(2))
+    svc = await client.create(RAYSERVICES, manifest, ns)
+    svc["metadata"].setdefault("finalizers", [])
+    svc["metadata"]["finalizers"] = ["ray.io/rayservice-finalizer"]  # as KubeRay adds it
+    svc = await client.update(RAYSERVICES, svc)
+
+    names = {"rayservice-sample-RAND-head-RAND": f"{CLUSTER}-head-h4w8q"}
+    workers = [p for p in by_kind["Pod"] if p["metadata"]["labels"]["ray.io/node-type"] == "worker"]
+    names["rayservice-sample-RAND"] = CLUSTER
+
+    cluster = _from_golden(by_kind["RayCluster"][0], ns, names)
+    cluster["metadata"]["ownerReferences"] = [controller_ref(svc)]
+    cluster = await client.create(RAYCLUSTERS, cluster, ns)
+    owner = controller_ref(cluster)
+
+    head = _from_golden(by_kind["Pod"][0], ns, names)
+    pods = [head]
+    for i, worker in enumerate(workers):
+        pods.append(
+            _from_golden(worker, ns, {**names, "small-group-worker-RAND": f"small-group-worker-w{i}z9k"})
+        )
+    for pod in pods:
+        pod["metadata"]["ownerReferences"] = [owner]
+        await client.create(PODS, pod, ns)
+    head_service = _from_golden(by_kind["Service"][0], ns, names)
+    head_service["metadata"]["ownerReferences"] = [owner]
+    await client.create(SERVICES, head_service, ns)
+
+    # Serving, as KubeRay gets there: Serve config PUT to the head's dashboard once it is up, the
+    # head labelled ray.io/serve=true once its proxy answers, the RayService's own Services.
+    async def head_ip() -> str | None:
+        got = await client.get(PODS, names["rayservice-sample-RAND-head-RAND"], ns)
+        ready = condition(got, "Ready").get("status") == "True"
+        return str(got["status"]["podIP"]) if ready and (got.get("status") or {}).get("podIP") else None
+
+    ip = await eventually(head_ip, "the KubeRay head Pod Ready", timeout=40)
+    config = yaml.safe_load(manifest["spec"]["serveConfigV2"])
+    async with aiohttp.ClientSession() as session:
+        async with session.put(f"http://{ip}:8265/api/serve/applications/", json=config) as response:
+            assert response.status == 200, await response.text()
+    await client.patch(
+        PODS,
+        names["rayservice-sample-RAND-head-RAND"],
+        {"metadata": {"labels": {"ray.io/serve": "true"}}},
+        ns,
+    )
+    cluster = await client.get(RAYCLUSTERS, CLUSTER, ns)
+    await client.create(SERVICES, build_rayservice_head_service(svc, cluster), ns)
+    await client.create(SERVICES, build_rayservice_serve_service(svc, cluster), ns)
+
+    endpoints = await eventually(
+        lambda: _serving(rig, "rayservice-sample-serve-svc"), "KubeRay's serve endpoints", timeout=40
+    )
+    now = "2026-12-01T10:00:00Z"
+    status = {
+        "activeServiceStatus": {"rayClusterName": CLUSTER, "rayClusterStatus": {"desiredCPU": "0"}},
+        "pendingServiceStatus": {"rayClusterStatus": {"desiredCPU": "0"}},
+        "conditions": [
+            {"type": "Ready", "status": "True", "reason": "NonZeroServeEndpoints",
+             "message": "Number of serve endpoints is greater than 0", "observedGeneration": 2,
+             "lastTransitionTime": now},
+            {"type": "UpgradeInProgress", "status": "False", "reason": "NoPendingCluster",
+             "message": "Active Ray cluster exists and no pending Ray cluster", "observedGeneration": 2,
+             "lastTransitionTime": now},
+        ],
+        "numServeEndpoints": len(endpoints),
+        "observedGeneration": 2,
+        "serviceStatus": "Running",
+        "lastUpdateTime": now,
+    }  # fmt: skip
+    svc = await client.get(RAYSERVICES, "rayservice-sample", ns)
+    svc["status"] = status
+    return dict(await client.update_status(RAYSERVICES, svc))
+
+
+async def _serving(rig: Rig, service: str) -> set[str]:
+    return {pod for _, _, pod in await rig.ready_endpoints(service)}
+
+
+async def _adopted(rig: Rig) -> dict[str, Any] | None:
+    """The RayService once kuberay-py has written its own status for the adopted cluster."""
+    svc = await rig.client.get(RAYSERVICES, "rayservice-sample", rig.namespace)
+    status = svc.get("status") or {}
+    active = status.get("activeServiceStatus") or {}
+    if active.get("rayClusterName") != CLUSTER or not active.get("applicationStatuses"):
+        return None
+    if condition(svc, "Ready").get("status") != "True":
+        return None
+    return dict(svc)
+
+
+async def test_kuberay_state_is_adopted_with_no_creates_or_deletes_and_no_lost_endpoints(rig: Rig) -> None:
+    ns = rig.namespace
+    await _kuberay_state(rig)
+    before = {p["metadata"]["uid"] for p in (await rig.client.list(PODS, ns))["items"]}
+    async with watching(rig, "rayservice-sample-serve-svc") as churn:
+        rig.operator = start_operator(rig.env.client_config)
+        adopted = await eventually(lambda: _adopted(rig), "kuberay-py's status for the adopted cluster", 40)
+        # a few more RayService reconciles (Serve polls, status writes) change nothing either
+        since = {"rayservice": reconciles("rayservice")}
+        await eventually(lambda: _more_reconciles(since), "more reconciles", 30)
+    assert churn.events == [], churn.events
+    assert churn.samples > 10 and churn.min_endpoints is not None and churn.min_endpoints >= 1, churn
+    after = {p["metadata"]["uid"] for p in (await rig.client.list(PODS, ns))["items"]}
+    assert after == before
+    cluster = await rig.client.get(RAYCLUSTERS, CLUSTER, ns)
+    annotations = cluster["metadata"]["annotations"]
+    assert annotations[c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY] == KUBERAY_HASH
+    assert annotations[c.KUBERAY_VERSION_KEY] == "v1.7.0"
+    assert adopted["status"]["numServeEndpoints"] >= 1
+    clusters = (await rig.client.list(RAYCLUSTERS, ns))["items"]
+    assert [x["metadata"]["name"] for x in clusters] == [CLUSTER]
+
+
+async def test_a_cluster_stamped_by_an_older_version_is_restamped_in_place(rig: Rig) -> None:
+    ns = rig.namespace
+    await _kuberay_state(rig)
+    stale = {
+        c.KUBERAY_VERSION_KEY: "v1.6.0",
+        c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY: "OLDENCODING0000000000000000000000",
+    }
+    await rig.client.patch(RAYCLUSTERS, CLUSTER, {"metadata": {"annotations": stale}}, ns)
+    async with watching(rig, "rayservice-sample-serve-svc") as churn:
+        rig.operator = start_operator(rig.env.client_config)
+
+        async def restamped() -> bool:
+            cluster = await rig.client.get(RAYCLUSTERS, CLUSTER, ns)
+            annotations = cluster["metadata"]["annotations"]
+            return annotations[c.KUBERAY_VERSION_KEY] == "v1.7.0" and (
+                annotations[c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY] == KUBERAY_HASH
+            )
+
+        await eventually(restamped, "the annotations re-stamped", 40)
+        await eventually(lambda: _adopted(rig), "kuberay-py's status for the adopted cluster", 40)
+    assert churn.events == [], churn.events
+    assert churn.min_endpoints is not None and churn.min_endpoints >= 1, churn
+
+
+async def test_what_kuberay_py_creates_is_what_kuberay_would_adopt(rig: Rig) -> None:
+    """Reverse direction: our objects carry KubeRay's hashes, labels, annotations and status, so
+    KubeRay's own upgrade decisions (the same rules, with byte-identical hashes) change nothing,
+    and a second operator instance adopts them with no creates or deletes either."""
+    ns = rig.namespace
+    manifest = sample(SAMPLE)
+    manifest["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(2))
+    rig.operator = start_operator(rig.env.client_config)
+    await rig.client.create(RAYSERVICES, manifest, ns)
+
+    async def ready() -> dict[str, Any] | None:
+        svc = await rig.client.get(RAYSERVICES, "rayservice-sample", ns)
+        return dict(svc) if condition(svc, "Ready").get("status") == "True" else None
+
+    svc = await eventually(ready, "our RayService Ready", 40)
+    name = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    assert re.fullmatch(r"rayservice-sample-[a-z0-9]{5}", name)
+    cluster = await rig.client.get(RAYCLUSTERS, name, ns)
+    annotations = cluster["metadata"]["annotations"]
+    # The value KubeRay v1.7.0 itself computed for this sample (SPEC_HASH.md vector #1).
+    assert annotations[c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY] == KUBERAY_HASH
+    assert rayservice_cluster_hash(svc["spec"]["rayClusterConfig"]) == KUBERAY_HASH
+    assert annotations[c.NUM_WORKER_GROUPS_KEY] == "1" and annotations[c.KUBERAY_VERSION_KEY] == "v1.7.0"
+    assert cluster["metadata"]["labels"] == {
+        "ray.io/originated-from-cr-name": "rayservice-sample",
+        "ray.io/originated-from-crd": "RayService",
+    }
+    goal = svc["spec"]["rayClusterConfig"]
+    assert not should_prepare_new_cluster(cluster, None, goal, pending_is_serving=False, zero_downtime=True)
+    assert not should_update_cluster(cluster, goal, is_active=True, upgrade_in_progress=False)
+    head = (await rig.pods(name, "head"))[0]
+    assert head["metadata"]["annotations"][c.KUBERAY_VERSION_KEY] == "v1.7.0"
+    assert head["metadata"]["annotations"][c.UPGRADE_STRATEGY_RECREATE_HASH_KEY] == recreate_hash(
+        cluster["spec"]
+    )
+    assert head["metadata"]["labels"]["ray.io/serve"] == "true"
+    workers = await rig.pods(name, "worker")
+    assert sorted(w["metadata"]["labels"][c.RAY_WORKER_REPLICA_INDEX_LABEL_KEY] for w in workers) == ["0"]
+    assert svc["metadata"]["finalizers"] == ["ray.io/rayservice-finalizer"]
+
+    # Swap: the operator goes away and another one (with no memory of this cluster) takes over.
+    await stop_operator(rig.operator)
+    rig.operator = None
+    before = {p["metadata"]["uid"] for p in (await rig.client.list(PODS, ns))["items"]}
+    async with watching(rig, "rayservice-sample-serve-svc") as churn:
+        since = _counts()
+        rig.operator = start_operator(rig.env.client_config)
+        await eventually(lambda: _more_reconciles(since), "the new operator's reconciles", 30)
+    assert churn.events == [], churn.events
+    assert churn.min_endpoints is not None and churn.min_endpoints >= 1, churn
+    assert {p["metadata"]["uid"] for p in (await rig.client.list(PODS, ns))["items"]} == before
