@@ -163,8 +163,9 @@ class Reflector:
             label_selector=self.label_selector,
             field_selector=self.field_selector,
             limit=self.page_size,
+            transform=self._transform,  # slimmed page by page, as they arrive
         )
-        items = [self._transform(item) for item in result.get("items") or [] if isinstance(item, dict)]
+        items = result["items"]
         rv = (result.get("metadata") or {}).get("resourceVersion")
         is_initial = not self.synced
         self.sink.replace(items, self.namespace, is_initial)

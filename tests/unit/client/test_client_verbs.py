@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import orjson
 import pytest
 from aiohttp import web
@@ -168,6 +170,22 @@ async def test_list_all_follows_continue(stub: Stub, client: Client) -> None:
     assert result["metadata"] == {"resourceVersion": "9"}
     assert [r.query.get("continue") for r in stub.requests] == [None, "c1", "c2"]
     assert all(r.query["limit"] == "1" and r.query["labelSelector"] == "x=y" for r in stub.requests)
+
+
+async def test_list_all_transforms_each_page_as_it_arrives(stub: Stub, client: Client) -> None:
+    stub.reply(
+        200, {"kind": "PodList", "metadata": {"resourceVersion": "9", "continue": "c1"}, "items": [pod("a")]}
+    )
+    stub.reply(200, {"kind": "PodList", "metadata": {"resourceVersion": "9"}, "items": [pod("b")]})
+    seen: list[tuple[str, int]] = []
+
+    def slim(obj: dict[str, Any]) -> dict[str, Any]:
+        seen.append((obj["metadata"]["name"], len(stub.requests)))  # requests sent so far
+        return {"metadata": {"name": obj["metadata"]["name"]}}
+
+    result = await client.list_all(resources.PODS, "default", limit=1, transform=slim)
+    assert result["items"] == [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}]
+    assert seen == [("a", 1), ("b", 2)]  # page 1 was slimmed before page 2 was asked for
 
 
 async def test_list_all_relists_in_full_when_continue_token_expires(stub: Stub, client: Client) -> None:
