@@ -46,6 +46,7 @@ from kuberay_py.client.resources import PODS
 from kuberay_py.clock import Clock, RealClock, format_rfc3339
 from kuberay_py.controller import Expectations, Request, Result
 from kuberay_py.log import get_logger
+from kuberay_py.objects import Obj
 
 __all__ = ["RayClusterReconciler"]
 
@@ -72,6 +73,9 @@ class RayClusterReconciler:
         self.expectations = expectations or Expectations(clock=self.clock)
         self.memory = Memory(self.expectations)
 
+    def _cached_pods(self, request: Request) -> list[Obj]:
+        return self.cache.list(PODS, request.namespace, labels={C.RAY_CLUSTER_LABEL_KEY: request.name})
+
     async def reconcile(self, request: Request) -> Result:
         key = f"{request.namespace}/{request.name}"
         cached = self.cache.get(C.RAYCLUSTERS, request.name, request.namespace)
@@ -84,7 +88,7 @@ class RayClusterReconciler:
         if managed_by and managed_by != MANAGED_BY_KUBERAY:
             log.debug("managed by another controller", managed_by=managed_by)
             return Result()
-        pods = self.cache.list(PODS, request.namespace, labels={C.RAY_CLUSTER_LABEL_KEY: request.name})
+        pods = self._cached_pods(request)
         ctx = ClusterContext(
             self.client,
             self.cache,
@@ -121,7 +125,10 @@ class RayClusterReconciler:
         except ApiError as exc:
             error = exc
 
-        # Status always reflects what the cache shows, even after a failed phase.
+        # Status always reflects what the cache shows, even after a failed phase: read again, as
+        # KubeRay's calculateStatus lists again, so Pods this reconcile created that the watch has
+        # already delivered are in it.
+        pods = self._cached_pods(request)
         new_status = compute_status(
             ctx.cluster,
             pods,
@@ -132,10 +139,10 @@ class RayClusterReconciler:
         )
         suspending_now = became_suspending(ctx.cluster, new_status)
         defer = coalesce_delay(ctx, new_status, urgent=error is not None)
-        # The status above was computed from the Pods cached when this reconcile began. Pods we
-        # created or deleted in it are not in that picture yet: writing it now would be followed
-        # by a second write (head podName, HeadPodReady's reason) as soon as they show up. Their
-        # watch events requeue this cluster, and that reconcile writes the status once, complete.
+        # Pods this reconcile created or deleted whose watch events have not arrived yet are not in
+        # that picture: writing it now would be followed by a second write (head podName,
+        # HeadPodReady's reason) as soon as they show up. Their watch events requeue this
+        # cluster, and that reconcile writes the status once, complete.
         if defer is None and (error is not None or self.expectations.satisfied(key)):
             await write_status(ctx, new_status)
         if error is not None:
