@@ -8,6 +8,8 @@ docs/design.md before it can land.
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +127,61 @@ def test_base_modules_import_nothing_from_kuberay_py(unit: str) -> None:
     for path in paths:
         deps = {_unit(t) for _, t in _imports(path)} - {None, unit}
         assert not deps, f"{path.name} imports kuberay_py.{deps}"
+
+
+# -- the operator half ---------------------------------------------------------------------------
+CONTROLLERS = ROOT / "controllers"
+# Test support: the embedded API server and cluster simulator, and the fake Ray that runs on it.
+TEST_SUPPORT = ("kuberay_py.envtest", "controllers.raysim")
+# The only operator modules that may use them: the demo command (it runs the embedded control
+# plane) and the fake Ray itself.
+MAY_USE_TEST_SUPPORT = ("controllers.cli.demo", "controllers.raysim")
+
+
+def _is_under(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def test_operator_modules_never_import_envtest_or_raysim() -> None:
+    """Reconcilers, builders, API models, the dashboard client and the CLI's ``run`` are what a
+    production install executes: none of them may import the test support, even lazily."""
+    violations: list[str] = []
+    checked: list[str] = []
+    for path in _sources(CONTROLLERS):
+        module = _module_name(path)
+        if _is_under(module, MAY_USE_TEST_SUPPORT):
+            continue
+        checked.append(module)
+        for lineno, target in _imports(path):
+            if _is_under(target, TEST_SUPPORT):
+                violations.append(f"{module}:{lineno} imports {target}")
+    assert not violations, "operator modules importing test support:\n" + "\n".join(violations)
+    for expected in (
+        "controllers.raycluster.reconciler",
+        "controllers.rayservice.reconciler",
+        "controllers.raycluster.pod",
+        "controllers.api.raycluster",
+        "controllers.ray.dashboard",
+        "controllers.cli.run",
+    ):
+        assert expected in checked, f"{expected} was not scanned"
+
+
+def test_running_the_operator_loads_no_test_support() -> None:
+    """Transitively too: importing the operator's entry points pulls in no envtest or raysim module."""
+    code = (
+        "import sys\n"
+        "import controllers.cli.main, controllers.cli.operator, controllers.cli.run\n"
+        "import controllers.raycluster.setup, controllers.rayservice.setup, controllers.rayjob.setup\n"
+        f"bad = sorted(m for m in sys.modules if m.startswith({TEST_SUPPORT!r}))\n"
+        "print(bad)\n"
+        "sys.exit(1 if bad else 0)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, f"loaded test support: {done.stdout} {done.stderr}"
+
+
+def test_the_demo_is_what_uses_the_embedded_control_plane() -> None:
+    """The exemption above is real: the demo does import envtest (else it is dead weight)."""
+    targets = [t for _, t in _imports(CONTROLLERS / "cli" / "demo.py")]
+    assert any(_is_under(t, ("kuberay_py.envtest",)) for t in targets)

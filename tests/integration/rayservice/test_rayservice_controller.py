@@ -9,7 +9,6 @@ import yaml
 
 from controllers import constants as c
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
-from controllers.ray import metrics as ray_metrics
 from controllers.rayservice.cluster import DELETION_DEADLINE_ANNOTATION_KEY
 from controllers.rayservice.reconciler import refresh_delay
 from kuberay_py.client import Client, NotFound
@@ -267,7 +266,10 @@ async def test_deleting_the_rayservice_deletes_its_clusters(
     start_operator, fake_ray, k8s: Client, namespace: str
 ) -> None:
     await start_operator()
-    await bring_up(k8s, namespace, fake_ray)
+    svc = await bring_up(k8s, namespace, fake_ray)
+    active = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    clusters = [cl["metadata"]["name"] for cl in (await k8s.list(RAYCLUSTERS, namespace))["items"]]
+    assert active in clusters
     await k8s.delete(RAYSERVICES, "rs", namespace)
 
     async def gone() -> bool:
@@ -278,8 +280,20 @@ async def test_deleting_the_rayservice_deletes_its_clusters(
         return False
 
     await eventually(gone, what="the RayService gone (finalizer removed)")
-    clusters = (await k8s.list(RAYCLUSTERS, namespace))["items"]
-    assert all(cl["metadata"].get("deletionTimestamp") for cl in clusters)
+    # The finalizer goes only once every cluster is deleted (or being deleted), by the operator:
+    # each of them got a DeletedRayCluster event on the RayService.
+    for name in clusters:
+        assert await deleted_or_deleting(k8s, namespace, name), f"{name} outlived its RayService"
+
+    async def deletion_events() -> bool:
+        messages = [
+            e.get("note", "")
+            for e in await events_for(k8s, namespace, "rs")
+            if e["reason"] == c.EVENT_DELETED_RAYCLUSTER
+        ]
+        return all(any(f"{namespace}/{name}" in m for m in messages) for name in clusters)
+
+    await eventually(deletion_events, what="a DeletedRayCluster event for every cluster")
 
 
 async def _observed(k8s: Client, namespace: str, generation: int) -> dict[str, Any] | None:
@@ -371,7 +385,9 @@ async def test_steady_state_reconcile_writes_nothing_and_does_not_requeue_soon(
     assert result.requeue_after == refresh_delay(f"{namespace}/rs", 300.0)
     assert svc["status"]["numServeEndpoints"] == 2
     values = {
-        source: ray_metrics.SERVE_ENDPOINTS.labels(namespace=namespace, name="rs", source=source)._value.get()
+        source: registry.get_sample_value(
+            "kuberay_serve_endpoints", {"namespace": namespace, "name": "rs", "source": source}
+        )
         for source in ("head", "worker")
     }
     assert values == {"head": 1.0, "worker": 1.0}

@@ -3,9 +3,9 @@ import asyncio
 import pytest
 from aiohttp import web
 
-from controllers.ray import metrics
 from controllers.ray.health import HeadProxyHealthChecker, HeadTarget, HealthResult
 from kuberay_py.clock import FakeClock
+from kuberay_py.metrics import registry
 
 
 def target(server_or_port, uid: str = "uid-1", owner: str = "ns/svc") -> HeadTarget:
@@ -15,12 +15,21 @@ def target(server_or_port, uid: str = "uid-1", owner: str = "ns/svc") -> HeadTar
     )
 
 
+def sample(name: str, **labels: str) -> float:
+    """A metric's current value as a scrape of the operator's registry reports it."""
+    return registry.get_sample_value(name, labels) or 0.0
+
+
 def counter(result: str) -> float:
-    return metrics.HEALTH_CHECKS_TOTAL.labels(result=result)._value.get()
+    return sample("kuberay_head_proxy_health_checks_total", result=result)
 
 
 def coalesced() -> float:
-    return metrics.HEALTH_CHECKS_COALESCED._value.get()
+    return sample("kuberay_head_proxy_health_check_coalesced_total")
+
+
+def in_flight() -> float:
+    return sample("kuberay_head_proxy_health_checks_in_flight")
 
 
 @pytest.fixture
@@ -110,13 +119,13 @@ async def test_in_flight_checks_are_bounded(http_server, checker_factory, wait_u
     for _ in range(20):  # give any over-limit check every chance to start
         await asyncio.sleep(0.001)
     assert len(server.requests) == 2
-    assert metrics.HEALTH_CHECKS_IN_FLIGHT._value.get() == 2
+    assert in_flight() == 2
     server.release.set()
     results = await asyncio.gather(*calls)
     assert all(r.healthy for r in results)
     assert len(server.requests) == 5
     assert server.max_active == 2
-    assert metrics.HEALTH_CHECKS_IN_FLIGHT._value.get() == 0
+    assert in_flight() == 0
 
 
 async def test_results_are_cached_for_the_check_period(http_server, checker_factory) -> None:
@@ -199,7 +208,7 @@ async def test_run_checks_only_the_targets_once_per_period(http_server, checker_
         await wait_until(lambda: checker.rounds >= 2)
         await checker.wait_idle()
         assert (len(head_a.requests), len(head_b.requests)) == (2, 1)
-        assert metrics.HEALTH_CHECK_TARGETS._value.get() == 1
+        assert sample("kuberay_head_proxy_health_check_targets") == 1
         assert sorted(changes) == [("ns/a", True), ("ns/b", False)]  # no change, no callback
     finally:
         runner.cancel()
@@ -261,7 +270,8 @@ async def test_a_failing_targets_callable_skips_the_round(http_server, checker_f
 def healthy_series() -> dict[tuple[str, ...], float]:
     return {
         (s.labels["namespace"], s.labels["pod"], s.labels["rayservice"]): s.value
-        for family in metrics.HEAD_PROXY_HEALTHY.collect()
+        for family in registry.collect()
+        if family.name == "kuberay_head_proxy_healthy"
         for s in family.samples
         if s.labels["namespace"] == "gauge-ns"
     }
