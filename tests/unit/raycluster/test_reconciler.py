@@ -8,100 +8,17 @@ requests" is counted exactly.
 from __future__ import annotations
 
 import copy
-import itertools
 from typing import Any
 
 from controllers import constants as C
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.reconciler import RayClusterReconciler
-from kuberay_py.client import NotFound, Resource
+from kuberay_py.client import Resource
 from kuberay_py.client.resources import PODS, SERVICES
 from kuberay_py.clock import FakeClock
 from kuberay_py.controller import Expectations, Request, Result
+from tests.unit.fakes import Events, FakeCache, RecordingClient
 from tests.unit.raycluster.test_pod_builder import cluster as make_cluster
-
-
-class FakeCache:
-    def __init__(self) -> None:
-        self.objects: dict[tuple[str, str, str], dict[str, Any]] = {}
-
-    def put(self, res: Resource, obj: dict[str, Any]) -> None:
-        self.objects[(res.kind, obj["metadata"]["namespace"], obj["metadata"]["name"])] = obj
-
-    def remove(self, res: Resource, ns: str, name: str) -> None:
-        self.objects.pop((res.kind, ns, name), None)
-
-    def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any] | None:
-        return self.objects.get((res.kind, namespace or "", name))
-
-    def list(
-        self, res: Resource, namespace: str | None = None, *, labels: dict[str, str] | None = None
-    ) -> list[dict[str, Any]]:
-        out = []
-        for (kind, ns, _), obj in self.objects.items():
-            if kind != res.kind or (namespace and ns != namespace):
-                continue
-            obj_labels = obj["metadata"].get("labels") or {}
-            if all(obj_labels.get(k) == v for k, v in (labels or {}).items()):
-                out.append(obj)
-        return out
-
-
-class RecordingClient:
-    """Answers like an API server and records every request; never touches the cache."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, str, str]] = []
-        self.existing: set[tuple[str, str]] = set()
-        self._ids = itertools.count(1)
-
-    async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
-        self.requests.append(("get", res.kind, name))
-        if (res.kind, name) not in self.existing:
-            raise NotFound(404, "NotFound", f"{res.kind} {name} not found")
-        return {"metadata": {"name": name, "namespace": namespace}}
-
-    async def create(
-        self, res: Resource, body: dict[str, Any], namespace: str | None = None
-    ) -> dict[str, Any]:
-        obj = copy.deepcopy(body)
-        n = next(self._ids)
-        meta = obj["metadata"]
-        meta.setdefault("name", f"{meta.get('generateName', 'x-')}{n:05d}")
-        meta["uid"] = f"uid-{n}"
-        meta["namespace"] = namespace
-        self.requests.append(("create", res.kind, meta["name"]))
-        self.existing.add((res.kind, meta["name"]))
-        return obj
-
-    async def delete(
-        self, res: Resource, name: str, namespace: str | None = None, **_: Any
-    ) -> dict[str, Any]:
-        self.requests.append(("delete", res.kind, name))
-        return {}
-
-    async def delete_collection(
-        self, res: Resource, namespace: str | None = None, **kw: Any
-    ) -> dict[str, Any]:
-        self.requests.append(("deletecollection", res.kind, kw.get("label_selector", "")))
-        return {}
-
-    async def update_status(self, res: Resource, body: dict[str, Any]) -> dict[str, Any]:
-        self.requests.append(("update_status", res.kind, body["metadata"]["name"]))
-        self.last_status = body["status"]
-        return body
-
-    async def update(self, res: Resource, body: dict[str, Any]) -> dict[str, Any]:
-        self.requests.append(("update", res.kind, body["metadata"]["name"]))
-        return body
-
-
-class Events:
-    def __init__(self) -> None:
-        self.events: list[tuple[str, str, str]] = []
-
-    def event(self, obj: dict[str, Any], type_: Any, reason: str, message: str) -> None:
-        self.events.append((type_, reason, message))
 
 
 def setup_env(cluster: dict[str, Any]) -> tuple[RayClusterReconciler, FakeCache, RecordingClient, Events]:
