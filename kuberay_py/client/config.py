@@ -21,12 +21,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes_asyncio.client import Configuration
-from kubernetes_asyncio.config import incluster_config, kube_config
-from kubernetes_asyncio.config.config_exception import ConfigException
+from kuberay_py.client import k8s_loaders
 
-from kuberay_py.clock import Clock, RealClock
-from kuberay_py.log import get_logger
+k8s_loaders.install()  # before the loaders: they need Configuration, not ~860 generated modules
+
+from kubernetes_asyncio.client.configuration import Configuration  # noqa: E402
+from kubernetes_asyncio.config import incluster_config, kube_config  # noqa: E402
+from kubernetes_asyncio.config.config_exception import ConfigException  # noqa: E402
+
+from kuberay_py.clock import Clock, RealClock  # noqa: E402
+from kuberay_py.log import get_logger  # noqa: E402
 
 __all__ = ["ClientConfig", "ConfigError", "load_config", "load_config_retrying"]
 
