@@ -75,6 +75,7 @@ HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY: Final = "ray.io/hash-without-re
 NUM_WORKER_GROUPS_KEY: Final = "ray.io/num-worker-groups"
 KUBERAY_VERSION_KEY: Final = "ray.io/kuberay-version"
 UPGRADE_STRATEGY_RECREATE_HASH_KEY: Final = "ray.io/upgrade-strategy-recreate-hash"
+UPGRADE_STRATEGY_RECREATE: Final = "Recreate"  # RayCluster spec.upgradeStrategy.type
 DISABLE_PROVISIONED_HEAD_RESTART_KEY: Final = "ray.io/disable-provisioned-head-restart"
 RAYSERVICE_INITIALIZING_TIMEOUT_ANNOTATION_KEY: Final = "ray.io/initializing-timeout"
 INGRESS_CLASS_ANNOTATION_KEY: Final = "kubernetes.io/ingress.class"

@@ -23,6 +23,7 @@ from controllers.raycluster import common
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.pod import build_head_pod, build_worker_pod
 from controllers.raycluster.scaling import plan_group, should_delete_pod
+from controllers.spechash import recreate_hash
 from kuberay_py.client import ApiError, NotFound
 from kuberay_py.client.resources import PODS
 from kuberay_py.log import get_logger
@@ -79,6 +80,8 @@ async def reconcile_pods(ctx: ClusterContext) -> None:
     by_type: dict[str, list[Obj]] = {}
     for pod in live_pods(ctx.pods):
         by_type.setdefault(labels_of(pod).get(C.RAY_NODE_TYPE_LABEL_KEY, ""), []).append(pod)
+    if await _recreate_for_upgrade(ctx, by_type.get(C.NODE_TYPE_HEAD, [])):
+        return
     await _reconcile_head(ctx, by_type.get(C.NODE_TYPE_HEAD, []))
     workers = by_type.get(C.NODE_TYPE_WORKER, [])
     failure: ReplicaFailure | None = None
@@ -111,6 +114,33 @@ async def delete_all_pods(ctx: ClusterContext, selector: str) -> None:
         raise ReplicaFailure(C.REASON_FAILED_DELETE_ALL_PODS, str(exc)) from exc
     for pod in live:
         ctx.expectations.expect_deleted(ctx.key, pod)
+
+
+async def _recreate_for_upgrade(ctx: ClusterContext, heads: list[Obj]) -> bool:
+    """``upgradeStrategy: Recreate`` (KubeRay's shouldRecreatePodsForUpgrade): True when every Pod
+    was deleted because the head's spec hash is out of date.
+
+    A head stamped by another operator version only gets both annotations re-stamped: its hash
+    may come from another encoder, and a version change alone must never restart a cluster.
+    """
+    spec = common.spec(ctx.cluster)
+    if (spec.get("upgradeStrategy") or {}).get("type") != C.UPGRADE_STRATEGY_RECREATE or len(heads) != 1:
+        return False
+    head = heads[0]
+    annotations = annotations_of(head)
+    goal = recreate_hash(spec)
+    version = str(annotations.get(C.KUBERAY_VERSION_KEY) or "")
+    if version and version != C.KUBERAY_VERSION:
+        stamp = {C.KUBERAY_VERSION_KEY: C.KUBERAY_VERSION, C.UPGRADE_STRATEGY_RECREATE_HASH_KEY: goal}
+        body = {"metadata": {"annotations": stamp}}
+        await ctx.client.patch(PODS, head["metadata"]["name"], body, ctx.namespace)
+        return False
+    current = str(annotations.get(C.UPGRADE_STRATEGY_RECREATE_HASH_KEY) or "")
+    if not current or current == goal:
+        return False
+    log.info("recreating every Pod: the Pod spec changed", key=ctx.key, was=current, now=goal)
+    await delete_all_pods(ctx, f"{C.RAY_CLUSTER_LABEL_KEY}={ctx.name}")
+    return True
 
 
 async def _reconcile_head(ctx: ClusterContext, heads: list[Obj]) -> None:
