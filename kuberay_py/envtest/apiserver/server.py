@@ -24,6 +24,7 @@ from .eventconversion import CORE_EVENTS, EVENTS_V1, core_to_events_v1, events_v
 from .events import EventHooks
 from .faults import Fault, FaultInjector, RequestLog
 from .http_api import MAX_BODY, ApiHandler, HandlerSettings
+from .jobs import JobHooks
 from .kinds import NamespaceHooks, PodHooks, SecretHooks, ServiceHooks
 
 __all__ = ["BuiltinAPIServer"]
@@ -63,6 +64,7 @@ class BuiltinAPIServer:
         self.core.conversions[(CORE_EVENTS, EVENTS_V1)] = core_to_events_v1
         self.core.conversions[(EVENTS_V1, CORE_EVENTS)] = events_v1_to_core
         self.core.hooks[CRD_KEY] = CrdHooks()
+        self.core.hooks[("batch", "jobs")] = JobHooks()
         self._endpoints = EndpointsHooks(accept_loopback=accept_loopback_endpoint_addresses)
         self.core.hooks[("discovery.k8s.io", "endpointslices")] = self._endpoints
         self.core.hooks[("", "endpoints")] = self._endpoints

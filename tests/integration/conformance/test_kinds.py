@@ -114,13 +114,42 @@ async def test_every_listed_kind_round_trips(k8s: Client, namespace: str) -> Non
         listed = await k8s.list(res, ns, field_selector=f"metadata.name={name}")
         assert listed["kind"] == f"{res.kind}List", res
         assert [i["metadata"]["name"] for i in listed["items"]] == [name], res
+        before = dict(got["metadata"].get("labels") or {})  # Jobs get controller-uid/job-name labels
         patched = await k8s.patch(res, name, {"metadata": {"labels": {"touched": "yes"}}}, ns)
-        assert patched["metadata"]["labels"] == {"touched": "yes"}, res
+        assert patched["metadata"]["labels"] == {**before, "touched": "yes"}, res
         # batch/v1 Jobs orphan by default, which needs a garbage collector to finish
         await k8s.delete(res, name, ns, grace_period_seconds=0, propagation_policy="Background")
         with pytest.raises(ApiError) as e:
             await k8s.get(res, name, ns)
         assert e.value.status == 404, res
+
+
+async def test_a_job_gets_a_generated_selector_and_labels(k8s: Client, namespace: str) -> None:
+    """The Job strategy: a selector on the Job's UID, labels on its template and on the Job."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "labelled"},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}
+            }
+        },
+    }
+    created = await k8s.create(r.JOBS, job, namespace)
+    uid = created["metadata"]["uid"]
+    expected = {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": "labelled",
+        "controller-uid": uid,
+        "job-name": "labelled",
+    }
+    assert created["spec"]["selector"] == {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}}
+    assert created["spec"]["template"]["metadata"]["labels"] == expected
+    got = await k8s.get(r.JOBS, "labelled", namespace)
+    assert got["metadata"]["labels"] == expected
+    assert (got["spec"]["completions"], got["spec"]["parallelism"], got["spec"]["backoffLimit"]) == (1, 1, 6)
+    await k8s.delete(r.JOBS, "labelled", namespace, propagation_policy="Background")
 
 
 async def test_jobs_orphan_dependents_by_default(k8s: Client, namespace: str) -> None:
