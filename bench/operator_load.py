@@ -38,9 +38,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from controllers import constants as c  # noqa: E402
+from controllers.common import heads  # noqa: E402
 from controllers.constants import RAYCLUSTERS, RAYSERVICES  # noqa: E402
 from controllers.ray.health import HeadProxyHealthChecker, HeadTarget, HealthResult  # noqa: E402
-from controllers.rayservice import heads  # noqa: E402
 from controllers.rayservice.options import RayServiceOptions  # noqa: E402
 from controllers.rayservice.reconciler import RayServiceReconciler  # noqa: E402
 from controllers.rayservice.setup import setup as setup_rayservice  # noqa: E402

@@ -8,15 +8,14 @@ Service hop. ``status.dashboardURL`` keeps KubeRay's value, for the submitter an
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
 from controllers import constants as C
+from controllers.common.heads import auth_token_source, dashboard_url, head_pod, token_from_secret
 from controllers.common.pods import is_running_and_ready
 from controllers.ray.dashboard import DashboardError
 from controllers.ray.jobs import RayJobs
 from controllers.rayjob.context import JobContext
-from controllers.rayservice import heads
 from kuberay_py.client import ApiError
 from kuberay_py.client.resources import SECRETS
 from kuberay_py.log import get_logger
@@ -31,7 +30,7 @@ class NoDashboard(Exception):
 
 
 async def _token(ctx: JobContext, pod: dict[str, Any]) -> str | None:
-    source = heads.auth_token_source(pod)
+    source = auth_token_source(pod)
     if source is None:
         return None
     kind, value, key = source
@@ -44,10 +43,10 @@ async def _token(ctx: JobContext, pod: dict[str, Any]) -> str | None:
         secret = await ctx.client.get(SECRETS, value, ctx.namespace)
     except ApiError as exc:
         raise NoDashboard(f"cannot read the Ray auth token Secret {value}: {exc}") from exc
-    encoded = (secret.get("data") or {}).get(key)
-    if encoded is None:
-        raise NoDashboard(f"Secret {value} has no key {key!r}")
-    token = base64.b64decode(encoded).decode().strip()
+    try:
+        token = token_from_secret(secret, key)
+    except ValueError as exc:
+        raise NoDashboard(str(exc)) from exc
     ctx.memo.token = (uid, token)
     return token
 
@@ -55,18 +54,15 @@ async def _token(ctx: JobContext, pod: dict[str, Any]) -> str | None:
 async def ray_jobs(ctx: JobContext) -> RayJobs:
     """A job client for the current cluster's head; raises NoDashboard without a ready head."""
     cluster_name = str(ctx.status.get("rayClusterName") or "")
-    pod = heads.head_pod(ctx.cache, ctx.namespace, cluster_name)
+    pod = head_pod(ctx.cache, ctx.namespace, cluster_name)
     if pod is None or not is_running_and_ready(pod):
         raise NoDashboard(
             f"the head Pod of RayCluster {ctx.namespace}/{cluster_name} is not running and ready"
         )
-    ip = str((pod.get("status") or {}).get("podIP") or "")
-    host = f"[{ip}]" if ":" in ip else ip
     cluster = ctx.cache.get(C.RAYCLUSTERS, cluster_name, ctx.namespace)
-    port = heads.dashboard_port(pod, cluster)
     token = await _token(ctx, pod)
     ctx.memo.polls += 1
-    return RayJobs(ctx.dashboards.client(f"http://{host}:{port}", auth_token=token))
+    return RayJobs(ctx.dashboards.client(dashboard_url(pod, cluster), auth_token=token))
 
 
 async def stop_ray_job(ctx: JobContext) -> None:

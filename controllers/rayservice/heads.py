@@ -1,8 +1,6 @@
-"""Head Pods of a RayService's clusters: lookup, readiness, and what the health checker probes.
+"""Head Pods of a RayService's clusters: what the shared health checker probes, and whose they are.
 
-A missing head Pod is a normal state (the cluster is starting, suspended or being recreated), not
-an error to retry in a loop (KubeRay #4686): every helper here returns None for it, and the
-RayCluster or Pod watch wakes the RayService when a head appears.
+Finding and reaching a head Pod is every controller's (:mod:`controllers.common.heads`).
 """
 
 from __future__ import annotations
@@ -12,59 +10,13 @@ from typing import Any
 
 from controllers import constants as c
 from controllers.common.cache import CacheReader
+from controllers.common.heads import head_pod, serve_port
 from controllers.common.objects import is_deleting
-from controllers.common.pods import live_pods
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.ray.health import HeadTarget
-from controllers.raycluster.common import find_container_port
 from controllers.rayservice.shapes import cluster_names
-from kuberay_py.client.resources import PODS
 
-__all__ = [
-    "auth_token_source",
-    "dashboard_port",
-    "head_pod",
-    "head_target",
-    "head_targets",
-    "owning_rayservice",
-    "ray_container",
-    "serve_port",
-]
-
-
-def ray_container(pod: dict[str, Any]) -> dict[str, Any]:
-    containers = (pod.get("spec") or {}).get("containers") or [{}]
-    container: dict[str, Any] = containers[c.RAY_CONTAINER_INDEX]
-    return container
-
-
-def head_pod(cache: CacheReader, namespace: str, cluster_name: str) -> dict[str, Any] | None:
-    """The head Pod of a cluster (the newest non-terminating one if several exist), or None."""
-    pods = cache.list(
-        PODS,
-        namespace,
-        labels={c.RAY_CLUSTER_LABEL_KEY: cluster_name, c.RAY_NODE_TYPE_LABEL_KEY: c.NODE_TYPE_HEAD},
-    )
-    live = live_pods(pods)
-    if not live:
-        return None
-    return max(live, key=lambda p: p["metadata"].get("creationTimestamp") or "")
-
-
-def serve_port(pod: dict[str, Any]) -> int:
-    """The head's own container port named ``serve`` (KubeRay's FindContainerPort, default 8000)."""
-    return find_container_port(ray_container(pod), c.SERVING_PORT_NAME, c.DEFAULT_SERVING_PORT)
-
-
-def dashboard_port(pod: dict[str, Any], cluster: dict[str, Any] | None = None) -> int:
-    """The container port named ``dashboard``, else ``rayStartParams["dashboard-port"]``, else 8265."""
-    default = c.DEFAULT_DASHBOARD_PORT
-    params = (((cluster or {}).get("spec") or {}).get("headGroupSpec") or {}).get("rayStartParams") or {}
-    try:
-        default = int(params.get("dashboard-port", default))
-    except (TypeError, ValueError):
-        default = c.DEFAULT_DASHBOARD_PORT
-    return find_container_port(ray_container(pod), c.DASHBOARD_PORT_NAME, default)
+__all__ = ["head_target", "head_targets", "owning_rayservice"]
 
 
 def head_target(pod: dict[str, Any], owner: str) -> HeadTarget | None:
@@ -110,20 +62,3 @@ def owning_rayservice(cache: CacheReader, namespace: str, cluster_name: str) -> 
     return str(name) if name else None
 
 
-def auth_token_source(pod: dict[str, Any]) -> tuple[str, str, str] | None:
-    """Where the head's Ray token comes from when the Ray container runs with ``RAY_AUTH_MODE=token``.
-
-    ``("value", token, "")`` for a literal ``RAY_AUTH_TOKEN``, ``("secret", name, key)`` for a
-    ``secretKeyRef``; None when token auth is off. The dashboard then wants
-    ``x-ray-authorization: Bearer <token>``.
-    """
-    env = {e.get("name"): e for e in ray_container(pod).get("env") or [] if isinstance(e, dict)}
-    if str((env.get("RAY_AUTH_MODE") or {}).get("value", "")).lower() != "token":
-        return None
-    token = env.get("RAY_AUTH_TOKEN") or {}
-    if token.get("value"):
-        return ("value", str(token["value"]), "")
-    ref = (token.get("valueFrom") or {}).get("secretKeyRef") or {}
-    if ref.get("name") and ref.get("key"):
-        return ("secret", str(ref["name"]), str(ref["key"]))
-    return None

@@ -7,20 +7,20 @@ back through the Pod watch.
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from typing import Any
 
 from controllers import constants as c
 from controllers.api.rayservice import ServeConfigError, parse_serve_config
 from controllers.common.events import write_with_events
+from controllers.common.heads import auth_token_source, dashboard_url, head_pod, token_from_secret
 from controllers.common.objects import labels_of
 from controllers.common.pods import is_running_and_ready
 from controllers.ray.dashboard import DashboardClient, DashboardClosed, DashboardError, DashboardHTTPError
-from controllers.rayservice import heads
 from controllers.rayservice.cluster import cluster_spec_of
 from controllers.rayservice.context import ServiceContext
 from controllers.rayservice.hashing import is_zero_downtime_enabled, should_prepare_new_cluster
+from controllers.rayservice.heads import head_target
 from controllers.rayservice.options import COND_SERVE_CONFIG_VALID
 from controllers.rayservice.serve import application_statuses, needs_submit
 from controllers.rayservice.shapes import AppStatus, ClusterRole, role_key
@@ -48,14 +48,14 @@ async def sync_head_label(ctx: ServiceContext, cluster: Obj | None) -> None:
     if cluster is None:
         return
     ns = ctx.namespace
-    pod = heads.head_pod(ctx.cache, ns, cluster["metadata"]["name"])
+    pod = head_pod(ctx.cache, ns, cluster["metadata"]["name"])
     if pod is None:
         return  # a normal state (KubeRay #4686): the Pod watch brings us back
     current = labels_of(pod).get(c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY)
     if (ctx.svc.get("spec") or {}).get("excludeHeadPodFromServeSvc"):
         desired = c.SERVE_LABEL_FALSE
     else:
-        target = heads.head_target(pod, ctx.key)
+        target = head_target(pod, ctx.key)
         result = ctx.checker.latest(pod["metadata"]["uid"])
         if target is not None and (result is None or not ctx.checker.is_fresh(target.pod_uid)):
             ctx.checker.request(target)  # its result change enqueues us; never wait here
@@ -120,20 +120,16 @@ def _put_apps(ctx: ServiceContext, role: ClusterRole, apps: dict[str, AppStatus]
 async def reconcile_serve(ctx: ServiceContext, cluster: Obj) -> ServeResult:
     """Read the cluster's Serve applications, submitting serveConfigV2 when it needs to go."""
     cluster_name = cluster["metadata"]["name"]
-    pod = heads.head_pod(ctx.cache, ctx.namespace, cluster_name)
+    pod = head_pod(ctx.cache, ctx.namespace, cluster_name)
     if pod is None or not is_running_and_ready(pod):
         return ServeResult()  # the head Pod's status change wakes us up
-    ip = (pod.get("status") or {}).get("podIP")
-    host = f"[{ip}]" if ip and ":" in ip else ip
     try:
         token = await auth_token(ctx, pod)
     except (NotFound, ValueError) as exc:
         ctx.warn("FailedToGetRayAuthToken", f"Cannot read the Ray auth token of {cluster_name}: {exc}")
         return ServeResult()  # the Secret's creation does not wake us; the slow refresh will
     try:
-        dashboard = ctx.dashboards.client(
-            f"http://{host}:{heads.dashboard_port(pod, cluster)}", auth_token=token
-        )
+        dashboard = ctx.dashboards.client(dashboard_url(pod, cluster), auth_token=token)
         details = await dashboard.get_serve_details()
     except DashboardClosed:
         log.info(
@@ -200,7 +196,7 @@ async def submit(
 
 async def auth_token(ctx: ServiceContext, pod: Obj) -> str | None:
     """The head's Ray auth token (literal env or Secret), read once per head Pod."""
-    source = heads.auth_token_source(pod)
+    source = auth_token_source(pod)
     if source is None:
         return None
     kind, value, key = source
@@ -211,9 +207,6 @@ async def auth_token(ctx: ServiceContext, pod: Obj) -> str | None:
     if cached is not None:
         return cached
     secret = await ctx.client.get(SECRETS, value, pod["metadata"]["namespace"])
-    encoded = (secret.get("data") or {}).get(key)
-    if encoded is None:
-        raise ValueError(f"Secret {value} has no key {key!r}")
-    token = base64.b64decode(encoded).decode().strip()
+    token = token_from_secret(secret, key)
     ctx.memory.remember_token(uid, token)
     return token

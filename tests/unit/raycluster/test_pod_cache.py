@@ -15,6 +15,7 @@ import orjson
 import pytest
 
 from controllers import constants as C
+from controllers.common import heads
 from controllers.common.pods import is_running_and_ready
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import build_head_pod, build_worker_pod
@@ -23,7 +24,7 @@ from controllers.raycluster.scaling import plan_group, should_delete_pod
 from controllers.raycluster.services import build_head_service
 from controllers.raycluster.setup import cache_transforms
 from controllers.raycluster.status import compute_status
-from controllers.rayservice import heads
+from controllers.rayservice.heads import head_target
 from kuberay_py.cache import controller_owner_uid
 from kuberay_py.client.resources import PODS
 from kuberay_py.clock import FakeClock
@@ -181,7 +182,7 @@ def rayservice_view(rc: Obj, pods: list[Obj]) -> Any:
             is_running_and_ready(p),
             heads.serve_port(p),
             heads.dashboard_port(p, rc),
-            heads.head_target(p, "ns/svc"),
+            head_target(p, "ns/svc"),
             heads.auth_token_source(p),
         )
         for p in pods

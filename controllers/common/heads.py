@@ -1,0 +1,98 @@
+"""A cluster's head Pod, as every controller that talks to Ray finds and reaches it.
+
+A missing head Pod is a normal state (the cluster is starting, suspended or being recreated), not
+an error to retry in a loop (KubeRay #4686): :func:`head_pod` returns None for it, and the
+RayCluster or Pod watch wakes the owner when a head appears. The operator dials the head Pod's IP
+from the Pod cache (not the head Service's DNS name): that works from outside the cluster network
+too (``kuberay-operator run`` on a laptop, the demo) and skips a Service hop.
+"""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+from controllers import constants as c
+from controllers.common.cache import CacheReader
+from controllers.common.pods import live_pods
+from controllers.raycluster.common import find_container_port
+from kuberay_py.client.resources import PODS
+
+__all__ = [
+    "auth_token_source",
+    "dashboard_port",
+    "dashboard_url",
+    "head_pod",
+    "ray_container",
+    "serve_port",
+    "token_from_secret",
+]
+
+
+def ray_container(pod: dict[str, Any]) -> dict[str, Any]:
+    containers = (pod.get("spec") or {}).get("containers") or [{}]
+    container: dict[str, Any] = containers[c.RAY_CONTAINER_INDEX]
+    return container
+
+
+def head_pod(cache: CacheReader, namespace: str, cluster_name: str) -> dict[str, Any] | None:
+    """The head Pod of a cluster (the newest non-terminating one if several exist), or None."""
+    pods = cache.list(
+        PODS,
+        namespace,
+        labels={c.RAY_CLUSTER_LABEL_KEY: cluster_name, c.RAY_NODE_TYPE_LABEL_KEY: c.NODE_TYPE_HEAD},
+    )
+    live = live_pods(pods)
+    if not live:
+        return None
+    return max(live, key=lambda p: p["metadata"].get("creationTimestamp") or "")
+
+
+def serve_port(pod: dict[str, Any]) -> int:
+    """The head's own container port named ``serve`` (KubeRay's FindContainerPort, default 8000)."""
+    return find_container_port(ray_container(pod), c.SERVING_PORT_NAME, c.DEFAULT_SERVING_PORT)
+
+
+def dashboard_port(pod: dict[str, Any], cluster: dict[str, Any] | None = None) -> int:
+    """The container port named ``dashboard``, else ``rayStartParams["dashboard-port"]``, else 8265."""
+    default = c.DEFAULT_DASHBOARD_PORT
+    params = (((cluster or {}).get("spec") or {}).get("headGroupSpec") or {}).get("rayStartParams") or {}
+    try:
+        default = int(params.get("dashboard-port", default))
+    except (TypeError, ValueError):
+        default = c.DEFAULT_DASHBOARD_PORT
+    return find_container_port(ray_container(pod), c.DASHBOARD_PORT_NAME, default)
+
+
+def auth_token_source(pod: dict[str, Any]) -> tuple[str, str, str] | None:
+    """Where the head's Ray token comes from when the Ray container runs with ``RAY_AUTH_MODE=token``.
+
+    ``("value", token, "")`` for a literal ``RAY_AUTH_TOKEN``, ``("secret", name, key)`` for a
+    ``secretKeyRef``; None when token auth is off. The dashboard then wants
+    ``x-ray-authorization: Bearer <token>``.
+    """
+    env = {e.get("name"): e for e in ray_container(pod).get("env") or [] if isinstance(e, dict)}
+    if str((env.get("RAY_AUTH_MODE") or {}).get("value", "")).lower() != "token":
+        return None
+    token = env.get("RAY_AUTH_TOKEN") or {}
+    if token.get("value"):
+        return ("value", str(token["value"]), "")
+    ref = (token.get("valueFrom") or {}).get("secretKeyRef") or {}
+    if ref.get("name") and ref.get("key"):
+        return ("secret", str(ref["name"]), str(ref["key"]))
+    return None
+
+
+def dashboard_url(pod: dict[str, Any], cluster: dict[str, Any] | None = None) -> str:
+    """``http://<pod IP>:<dashboard port>``, the IP bracketed when it is IPv6."""
+    ip = str((pod.get("status") or {}).get("podIP") or "")
+    host = f"[{ip}]" if ":" in ip else ip
+    return f"http://{host}:{dashboard_port(pod, cluster)}"
+
+
+def token_from_secret(secret: dict[str, Any], key: str) -> str:
+    """The Ray token stored under ``key`` of a Secret; ValueError when the key is missing."""
+    encoded = (secret.get("data") or {}).get(key)
+    if encoded is None:
+        raise ValueError(f"Secret {secret.get('metadata', {}).get('name', '')} has no key {key!r}")
+    return base64.b64decode(encoded).decode().strip()
