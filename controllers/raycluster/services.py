@@ -145,10 +145,8 @@ def build_headless_worker_service(cluster: dict[str, Any]) -> dict[str, Any]:
         "metadata": {
             "name": common.headless_service_name(cluster),
             "namespace": cluster["metadata"]["namespace"],
-            "labels": {
-                C.RAY_CLUSTER_LABEL_KEY: name,
-                C.RAY_CLUSTER_HEADLESS_SERVICE_LABEL_KEY: name,
-            },
+            # KubeRay labels it with ray.io/headless-worker-svc only (not ray.io/cluster).
+            "labels": {C.RAY_CLUSTER_HEADLESS_SERVICE_LABEL_KEY: name},
             "ownerReferences": [common.controller_ref(cluster)],
         },
         "spec": {

@@ -221,6 +221,7 @@ def test_serve_and_headless_services() -> None:
     assert headless["metadata"]["name"] == "rc-headless"
     assert headless["spec"]["clusterIP"] == "None"
     assert headless["spec"]["selector"] == {"ray.io/cluster": "rc", "ray.io/node-type": "worker"}
+    assert headless["metadata"]["labels"] == {"ray.io/headless-worker-svc": "rc"}  # as KubeRay
 
 
 def test_ingress() -> None:
