@@ -128,16 +128,20 @@ class RayJobs:
     def _url(self, job_id: str = "", suffix: str = "") -> str:
         return f"{self.dashboard.base_url}{JOBS_PATH}{job_id}{suffix}"
 
-    async def get(self, job_id: str) -> JobInfo | None:
-        """``GET /api/jobs/<id>``; ``None`` when the cluster has no such job (404)."""
-        url = self._url(job_id)
+    async def _unless_404(self, method: str, url: str, data: bytes | None = None) -> bytes | None:
+        """The body, or None when the dashboard answers 404 (no such job)."""
         try:
-            body = await self.dashboard.request("GET", url)
+            return await self.dashboard.request(method, url, data=data)
         except DashboardHTTPError as exc:
             if exc.status == 404:
                 return None
             raise
-        return JobInfo.from_api(_decode(body, url), url)
+
+    async def get(self, job_id: str) -> JobInfo | None:
+        """``GET /api/jobs/<id>``; ``None`` when the cluster has no such job (404)."""
+        url = self._url(job_id)
+        body = await self._unless_404("GET", url)
+        return None if body is None else JobInfo.from_api(_decode(body, url), url)
 
     async def list(self) -> list[JobInfo]:
         url = self._url()
@@ -170,12 +174,9 @@ class RayJobs:
         """``POST /api/jobs/<id>/stop``. True if Ray stopped it; False if it had already finished
         (or never existed). Raises when Ray refused to stop a job that is still running."""
         url = self._url(job_id, "/stop")
-        try:
-            body = await self.dashboard.request("POST", url, data=b"")
-        except DashboardHTTPError as exc:
-            if exc.status == 404:
-                return False
-            raise
+        body = await self._unless_404("POST", url, data=b"")
+        if body is None:
+            return False
         doc = _decode(body, url)
         if isinstance(doc, dict) and doc.get("stopped"):
             return True
@@ -187,24 +188,18 @@ class RayJobs:
     async def delete(self, job_id: str) -> bool:
         """``DELETE /api/jobs/<id>``: forget a finished job. False when there was none."""
         url = self._url(job_id)
-        try:
-            body = await self.dashboard.request("DELETE", url)
-        except DashboardHTTPError as exc:
-            if exc.status == 404:
-                return False
-            raise
+        body = await self._unless_404("DELETE", url)
+        if body is None:
+            return False
         doc = _decode(body, url) if body else {}
         return bool(isinstance(doc, dict) and doc.get("deleted", True))
 
     async def logs(self, job_id: str) -> str | None:
         """``GET /api/jobs/<id>/logs`` → the driver's output so far; ``None`` for an unknown job."""
         url = self._url(job_id, "/logs")
-        try:
-            body = await self.dashboard.request("GET", url)
-        except DashboardHTTPError as exc:
-            if exc.status == 404:
-                return None
-            raise
+        body = await self._unless_404("GET", url)
+        if body is None:
+            return None
         doc = _decode(body, url)
         if not isinstance(doc, dict):
             raise DashboardInvalidResponse("logs answer is not an object", url)

@@ -111,7 +111,7 @@ def dashboard_url(cluster: Obj, domain: str) -> str:
     return f"{head_service_name(cluster)}.{ns}.svc.{domain}:{port}"
 
 
-def cluster_manifest(job: Obj, name: str) -> Obj:
+def cluster_manifest(job: Obj, name: str, job_id: str = "") -> Obj:
     """The RayCluster for this attempt: a copy of ``rayClusterSpec`` (SidecarMode adds the
     submitter container to the head and forces ``restartPolicy: Never``)."""
     meta = job["metadata"]
@@ -123,7 +123,7 @@ def cluster_manifest(job: Obj, name: str) -> Obj:
         pod_spec = spec.setdefault("headGroupSpec", {}).setdefault("template", {}).setdefault("spec", {})
         pod_spec["restartPolicy"] = "Never"
         port = dashboard_port(spec)
-        container = _submitter_container(job, spec, f"127.0.0.1:{port}", "", sidecar_port=port)
+        container = _submitter_container(job, spec, f"127.0.0.1:{port}", job_id, sidecar_port=port)
         pod_spec.setdefault("containers", []).append(container)
     return {
         "apiVersion": "ray.io/v1",

@@ -12,7 +12,6 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common.heads import auth_token_source, dashboard_url, head_pod, token_from_secret
-from controllers.common.pods import is_running_and_ready
 from controllers.ray.dashboard import DashboardError
 from controllers.ray.jobs import RayJobs
 from controllers.rayjob.context import JobContext
@@ -52,13 +51,14 @@ async def _token(ctx: JobContext, pod: dict[str, Any]) -> str | None:
 
 
 async def ray_jobs(ctx: JobContext) -> RayJobs:
-    """A job client for the current cluster's head; raises NoDashboard without a ready head."""
+    """A job client for the current cluster's head; raises NoDashboard without a running head."""
     cluster_name = str(ctx.status.get("rayClusterName") or "")
     pod = head_pod(ctx.cache, ctx.namespace, cluster_name)
-    if pod is None or not is_running_and_ready(pod):
-        raise NoDashboard(
-            f"the head Pod of RayCluster {ctx.namespace}/{cluster_name} is not running and ready"
-        )
+    # Running with an address is enough: a SidecarMode head whose submitter container finished is
+    # unready (one container terminated) yet its dashboard still answers.
+    status = (pod or {}).get("status") or {}
+    if pod is None or status.get("phase") != "Running" or not status.get("podIP"):
+        raise NoDashboard(f"the head Pod of RayCluster {ctx.namespace}/{cluster_name} is not running")
     cluster = ctx.cache.get(C.RAYCLUSTERS, cluster_name, ctx.namespace)
     token = await _token(ctx, pod)
     ctx.memo.polls += 1

@@ -42,8 +42,9 @@ def new(ctx: JobContext) -> None:
     ctx.move("Initializing")
 
 
-def active_deadline_passed(ctx: JobContext) -> bool:
-    deadline = ctx.spec.get("activeDeadlineSeconds")
+def _deadline_passed(ctx: JobContext, field: str, reason: str) -> bool:
+    """``spec.<field>`` seconds after ``status.startTime`` → Failed with ``reason`` (else a timer)."""
+    deadline = ctx.spec.get(field)
     elapsed = ctx.since("startTime")
     if deadline is None or elapsed is None:
         return False
@@ -51,31 +52,17 @@ def active_deadline_passed(ctx: JobContext) -> bool:
         ctx.wake_in(deadline - elapsed)
         return False
     start = ctx.status.get("startTime")
-    ctx.move(
-        "Failed",
-        "DeadlineExceeded",
-        f"The RayJob has passed the activeDeadlineSeconds. StartTime: {start}. "
-        f"ActiveDeadlineSeconds: {deadline}",
-    )
+    label = field[0].upper() + field[1:]
+    ctx.move("Failed", reason, f"The RayJob has passed the {field}. StartTime: {start}. {label}: {deadline}")
     return True
+
+
+def active_deadline_passed(ctx: JobContext) -> bool:
+    return _deadline_passed(ctx, "activeDeadlineSeconds", "DeadlineExceeded")
 
 
 def pre_running_deadline_passed(ctx: JobContext) -> bool:
-    deadline = ctx.spec.get("preRunningDeadlineSeconds")
-    elapsed = ctx.since("startTime")
-    if deadline is None or elapsed is None:
-        return False
-    if elapsed < deadline:
-        ctx.wake_in(deadline - elapsed)
-        return False
-    start = ctx.status.get("startTime")
-    ctx.move(
-        "Failed",
-        "PreRunningDeadlineExceeded",
-        f"The RayJob has passed the preRunningDeadlineSeconds. StartTime: {start}. "
-        f"PreRunningDeadlineSeconds: {deadline}",
-    )
-    return True
+    return _deadline_passed(ctx, "preRunningDeadlineSeconds", "PreRunningDeadlineExceeded")
 
 
 async def get_or_create_cluster(ctx: JobContext) -> Obj | None:
@@ -93,7 +80,7 @@ async def get_or_create_cluster(ctx: JobContext) -> Obj | None:
             f"RayCluster {ref} set in the clusterSelector is not found. It must be created manually",
         )
         return None  # the cluster's creation wakes us (setup watches selected clusters)
-    manifest = builders.cluster_manifest(ctx.job, name)
+    manifest = builders.cluster_manifest(ctx.job, name, str(ctx.status.get("jobId") or ""))
     ref = f"{ctx.namespace}/{name}"
     try:
         return await write_with_events(

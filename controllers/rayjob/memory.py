@@ -46,5 +46,9 @@ class Memory:
     def total_polls(self) -> int:
         return sum(m.polls for m in self._memos.values())
 
+    def polls(self, key: str) -> int:
+        memo = self._memos.get(key)
+        return memo.polls if memo is not None else 0
+
     def __len__(self) -> int:
         return len(self._memos)

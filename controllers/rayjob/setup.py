@@ -19,7 +19,7 @@ from controllers import constants as C
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.reconciler import RayJobReconciler
-from kuberay_py.client.resources import JOBS, SERVICES
+from kuberay_py.client.resources import JOBS, PODS, SERVICES
 from kuberay_py.clock import Clock
 from kuberay_py.controller import (
     AnnotationsChanged,
@@ -57,6 +57,9 @@ def setup(
         options=options or RayJobOptions.from_env(),
     )
     cache = manager.cache
+    # Head Pods are read (dashboard address, sidecar submitter state) from the shared Pod cache:
+    # make sure its informer exists, so the manager waits for it to sync before reconciling.
+    cache.informer_for(PODS)
 
     def selected_cluster_to_jobs(cluster: Mapping[str, Any]) -> list[Request]:
         meta = cluster.get("metadata") or {}

@@ -31,7 +31,6 @@ from kuberay_py.clock import Clock
 __all__ = ["JobTable", "SimJob", "parse_entrypoint"]
 
 
-
 @dataclass(frozen=True)
 class _Plan:
     run_seconds: float

@@ -20,7 +20,7 @@ from controllers.raysim.apps import AppRegistry, default_registry
 from controllers.raysim.cluster import NodeFaults, RayClusterSim
 from controllers.raysim.node import node_spec_for_pod
 from controllers.raysim.serve_state import Timings
-from controllers.raysim.submitter import is_submitter_pod, run_submitter
+from controllers.raysim.submitter import SIDECAR, is_submitter_pod, run_submitter, sidecar_submitter
 from kuberay_py.clock import Clock, RealClock
 
 __all__ = ["RayPodRuntime"]
@@ -55,7 +55,7 @@ class RayPodRuntime:
         A Service name maps to a cluster through ``service_selector`` (set it to read the Service's
         ``ray.io/cluster`` selector from the API), else KubeRay's ``<cluster>-head-svc`` naming.
         """
-        if host.replace(".", "").isdigit() or host in ("localhost", "127.0.0.1"):
+        if host.replace(".", "").isdigit():
             return host
         parts = host.split(".")
         svc, ns = parts[0], parts[1] if len(parts) > 1 else namespace
@@ -66,22 +66,31 @@ class RayPodRuntime:
         cluster = self.clusters.get((ns, wanted))
         return cluster.head_ip() if cluster is not None else None
 
+    def _start_submitter(self, pod: dict[str, Any], ip: str, container: str | None) -> None:
+        meta = pod.get("metadata") or {}
+        namespace = meta.get("namespace", "")
+        output = self.submitter_output.setdefault((namespace, meta.get("name", "")), [])
+
+        async def resolve(host: str) -> str | None:
+            # The sidecar talks to its own head (127.0.0.1 / localhost inside the Pod).
+            return ip if host in ("localhost", "127.0.0.1") else await self.resolve(namespace, host)
+
+        self._submitters[meta.get("uid", "")] = asyncio.get_running_loop().create_task(
+            run_submitter(
+                pod,
+                clock=self.clock,
+                resolve=resolve,
+                auth_token=self.auth_token,
+                output=output,
+                container=container,
+            )
+        )
+
     async def start(self, pod: dict[str, Any], ip: str) -> None:
         spec = node_spec_for_pod(pod, self.auth_token)
         if spec is None:
             if is_submitter_pod(pod):
-                meta = pod.get("metadata") or {}
-                namespace = meta.get("namespace", "")
-                output = self.submitter_output.setdefault((namespace, meta.get("name", "")), [])
-                self._submitters[meta.get("uid", "")] = asyncio.get_running_loop().create_task(
-                    run_submitter(
-                        pod,
-                        clock=self.clock,
-                        resolve=lambda host: self.resolve(namespace, host),
-                        auth_token=self.auth_token,
-                        output=output,
-                    )
-                )
+                self._start_submitter(pod, ip, None)
             return
         key = (spec.namespace, spec.cluster)
         cluster = self.clusters.get(key)
@@ -93,13 +102,24 @@ class RayPodRuntime:
             self.history.append(cluster)
         node_id = await cluster.add_node(spec, ip)
         self._pods[spec.pod_uid] = (key, node_id)
+        if spec.is_head and sidecar_submitter(pod):
+            self._start_submitter(pod, ip, SIDECAR)
 
     async def wait_exit(self, pod: dict[str, Any], ip: str) -> int | None:
         """The exit code once the Pod's process ends by itself; None for Pods that run until stopped."""
+        if sidecar_submitter(pod):
+            return None  # a head with a sidecar: only the sidecar container ends (wait_container_exit)
         task = self._submitters.get(pod.get("metadata", {}).get("uid", ""))
         if task is None:
             return None
         return await asyncio.shield(task)
+
+    async def wait_container_exit(self, pod: dict[str, Any], ip: str) -> tuple[str, int] | None:
+        """(container, exit code) when one container of a multi-container Pod ends on its own."""
+        task = self._submitters.get(pod.get("metadata", {}).get("uid", ""))
+        if task is None or not sidecar_submitter(pod):
+            return None
+        return SIDECAR, await asyncio.shield(task)
 
     async def stop(self, pod: dict[str, Any], ip: str) -> None:
         submitter = self._submitters.pop(pod.get("metadata", {}).get("uid", ""), None)

@@ -28,7 +28,14 @@ import orjson
 from kuberay_py.clock import Clock
 from kuberay_py.log import get_logger
 
-__all__ = ["SubmitterScript", "is_submitter_pod", "parse_submitter", "run_submitter"]
+__all__ = [
+    "SIDECAR",
+    "SubmitterScript",
+    "is_submitter_pod",
+    "parse_submitter",
+    "run_submitter",
+    "sidecar_submitter",
+]
 
 log = get_logger("controllers.raysim.submitter")
 
@@ -49,9 +56,15 @@ class SubmitterScript:
     body: dict[str, Any] = field(default_factory=dict)
 
 
-def _container_line(pod: dict[str, Any]) -> tuple[str, dict[str, str], bool]:
-    """(the first container's command line, its literal env, whether RAY_AUTH_TOKEN is set)."""
+SIDECAR = "ray-job-submitter"
+
+
+def _container_line(pod: dict[str, Any], name: str | None = None) -> tuple[str, dict[str, str], bool]:
+    """(the container's command line, its literal env, whether RAY_AUTH_TOKEN is set): the one
+    named ``name``, else the first."""
     containers = (pod.get("spec") or {}).get("containers") or []
+    if name is not None:
+        containers = [c for c in containers if c.get("name") == name]
     if not containers:
         return "", {}, False
     c = containers[0]
@@ -81,9 +94,15 @@ def _join(words: list[str]) -> str:
     )
 
 
-def parse_submitter(pod: dict[str, Any]) -> SubmitterScript | None:
+def sidecar_submitter(pod: dict[str, Any]) -> bool:
+    """A SidecarMode head: the ``ray-job-submitter`` container runs next to Ray."""
+    line, _, _ = _container_line(pod, SIDECAR)
+    return "ray job submit" in line
+
+
+def parse_submitter(pod: dict[str, Any], container: str | None = None) -> SubmitterScript | None:
     """The submitter's plan from its Pod, or None if the Pod runs no ``ray job`` commands."""
-    line, env, _ = _container_line(pod)
+    line, env, _ = _container_line(pod, container)
     if "ray job" not in line:
         return None
     lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|>")
@@ -165,9 +184,10 @@ async def run_submitter(
     resolve: Callable[[str], Awaitable[str | None]],
     auth_token: str | None,
     output: list[str],
+    container: str | None = None,
 ) -> int:
     """Run the submitter's commands; returns the container's exit code. ``output`` gets its stdout."""
-    script = parse_submitter(pod)
+    script = parse_submitter(pod, container)
     if script is None or not script.address:
         output.append("raysim: no dashboard address for the submitter")
         return 1
@@ -179,7 +199,7 @@ async def run_submitter(
         output.append(f"raysim: cannot resolve {host}")
         return 1
     base = f"http://{ip}:{port or '8265'}"
-    _, _, has_token = _container_line(pod)
+    _, _, has_token = _container_line(pod, container)
     headers = {"x-ray-authorization": f"Bearer {auth_token}"} if (has_token and auth_token) else {}
     # No session-wide total timeout: the log tail lives as long as the job; each request has its own.
     session_timeout = aiohttp.ClientTimeout(total=None, sock_connect=HTTP_TIMEOUT.total)

@@ -148,3 +148,18 @@ async def test_validation_failed_recovers_once_the_spec_is_fixed(sc: JobScenario
     assert any(e.get("reason") == "InvalidRayJobSpec" for e in events)
     await sc.patch_spec("fixme", {"shutdownAfterJobFinishes": True})
     await sc.until("fixme", {"jobDeploymentStatus": "Complete"})
+
+
+async def test_sidecar_mode_submits_from_the_head_pod(sc: JobScenario) -> None:
+    # Long enough for the head to turn Ready first: a finished sidecar makes the head Pod unready.
+    await sc.create(rayjob("side", "sleep 5", submissionMode="SidecarMode"))
+    done = await sc.until("side", {"jobDeploymentStatus": "Complete"})
+    st = done["status"]
+    assert st["jobStatus"] == "SUCCEEDED"
+    assert sc.jobs_of(st["rayClusterName"]).submissions == 1
+    assert (await sc.client.list(JOBS, sc.namespace))["items"] == []
+    cluster = await sc.client.get(RAYCLUSTERS, st["rayClusterName"], sc.namespace)
+    head = cluster["spec"]["headGroupSpec"]["template"]["spec"]
+    assert head["restartPolicy"] == "Never"
+    assert [c["name"] for c in head["containers"]][-1] == "ray-job-submitter"
+    assert cluster["metadata"]["annotations"]["ray.io/disable-provisioned-head-restart"] == "true"

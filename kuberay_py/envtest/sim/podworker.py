@@ -176,6 +176,28 @@ class PodWorker:
                 self._start_probes(c)
             if getattr(self.k.runtime, "wait_exit", None) is not None:
                 self.k.spawn(self._watch_exit())
+            if getattr(self.k.runtime, "wait_container_exit", None) is not None:
+                self.k.spawn(self._watch_container_exit())
+
+    async def _watch_container_exit(self) -> None:
+        """One container of a multi-container Pod ends by itself (``wait_container_exit`` →
+        (name, code)): with ``restartPolicy: Never`` it stays terminated while the others run on,
+        as a finished sidecar does. (Other policies would restart it; not modelled.)"""
+        wait = getattr(self.k.runtime, "wait_container_exit", None)
+        if wait is None:
+            return
+        ended = await wait(self.pod, self.ip)
+        if ended is None or self._deleting.is_set():
+            return
+        name, code = ended
+        cs = self.containers.get(name)
+        if cs is None or (self.pod.get("spec") or {}).get("restartPolicy", "Always") != "Never":
+            return
+        for task in self.probe_tasks.pop(name, []):
+            task.cancel()
+        cs.running, cs.ready, cs.exit_code = False, False, code
+        await self.write_status()
+        log.info("container exited", pod=f"{self.namespace}/{self.name}", container=name, exit_code=code)
 
     async def _watch_exit(self) -> None:
         """A runtime whose process ends by itself (``wait_exit`` → exit code): the containers
