@@ -23,8 +23,6 @@ __all__ = ["KubeRayInfoCollector", "register_info_metrics"]
 Lister = Callable[[], Iterable[dict[str, Any]]]
 
 
-
-
 def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
     for cond in (obj.get("status") or {}).get("conditions") or []:
         if isinstance(cond, dict) and cond.get("type") == type_:
@@ -104,12 +102,42 @@ class KubeRayInfoCollector(Collector):
             "Describes whether the RayService is performing a zero-downtime upgrade",
             labels=[*ids, "condition"],
         )
+        # kuberay-py only: an incremental upgrade's progress per cluster (status.*ServiceStatus).
+        traffic = GaugeMetricFamily(
+            "kuberay_service_traffic_routed_percent",
+            "HTTPRoute weight of a RayService's active or pending RayCluster (incremental upgrade)",
+            labels=[*ids, "role", "ray_cluster"],
+        )
+        capacity = GaugeMetricFamily(
+            "kuberay_service_target_capacity_percent",
+            "Serve target_capacity of a RayService's active or pending RayCluster (incremental upgrade)",
+            labels=[*ids, "role", "ray_cluster"],
+        )
         for service in self._list_services():
             labels = _ids(service)
             service_info.add_metric(labels, 1)
             ready.add_metric([*labels, _condition_value(service, "Ready")], 1)
             upgrading.add_metric([*labels, _condition_value(service, "UpgradeInProgress")], 1)
-        yield from (cluster_info, provisioned, provisioned_duration, service_info, ready, upgrading)
+            status = service.get("status") or {}
+            for role, key in (("active", "activeServiceStatus"), ("pending", "pendingServiceStatus")):
+                sub = status.get(key) or {}
+                name = sub.get("rayClusterName")
+                if not name:
+                    continue
+                if isinstance(sub.get("trafficRoutedPercent"), int):
+                    traffic.add_metric([*labels, role, name], sub["trafficRoutedPercent"])
+                if isinstance(sub.get("targetCapacity"), int):
+                    capacity.add_metric([*labels, role, name], sub["targetCapacity"])
+        yield from (
+            cluster_info,
+            provisioned,
+            provisioned_duration,
+            service_info,
+            ready,
+            upgrading,
+            traffic,
+            capacity,
+        )
 
 
 def register_info_metrics(list_clusters: Lister, list_services: Lister) -> Callable[[], None]:

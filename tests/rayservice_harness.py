@@ -27,6 +27,7 @@ from controllers.rayservice.setup import setup as setup_rayservice
 from kuberay_py.client import Client
 from kuberay_py.client.config import ClientConfig
 from kuberay_py.client.resources import ENDPOINTSLICES, EVENTS, PODS
+from kuberay_py.clock import Clock
 from kuberay_py.manager.manager import Manager
 from kuberay_py.manager.options import ManagerOptions
 
@@ -97,6 +98,7 @@ def start_operator(
     head_check_period: float = 0.3,
     serve_poll_interval: float = 0.2,
     env: dict[str, str] | None = None,
+    clock: Clock | None = None,
 ) -> Operator:
     """The manager with the RayService (and by default RayCluster) controller, running on this loop."""
     mgr = Manager(
@@ -108,6 +110,7 @@ def start_operator(
             cache_transforms=cache_transforms(),
             graceful_shutdown_timeout=5.0,
         ),
+        clock=clock,
     )
     if raycluster:
         setup_raycluster(mgr)

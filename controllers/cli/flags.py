@@ -73,7 +73,11 @@ def _non_negative_float(value: str) -> float:
 
 
 # KubeRay v1.7's gates this operator implements, with their defaults (RAYJOB.md §9).
-FEATURE_GATES: dict[str, bool] = {"RayCronJob": False, "RayJobDeletionPolicy": True}
+FEATURE_GATES: dict[str, bool] = {
+    "RayCronJob": False,
+    "RayJobDeletionPolicy": True,
+    "RayServiceIncrementalUpgrade": True,
+}
 
 
 def parse_feature_gates(value: str) -> dict[str, bool]:
@@ -168,7 +172,10 @@ def _add_operator_tuning(p: argparse.ArgumentParser) -> None:
         "--feature-gates",
         type=parse_feature_gates,
         default=dict(FEATURE_GATES),
-        help="KubeRay feature gates, e.g. RayCronJob=true (default: RayCronJob off, RayJobDeletionPolicy on)",
+        help=(
+            "KubeRay feature gates, e.g. RayCronJob=true (default: RayCronJob off, RayJobDeletionPolicy "
+            "and RayServiceIncrementalUpgrade on)"
+        ),
     )
     p.add_argument(
         "--raycluster-resync-period",

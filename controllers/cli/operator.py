@@ -23,6 +23,7 @@ from controllers.raycronjob.setup import setup as setup_raycronjob
 from controllers.rayjob.metrics import register_job_metrics
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.setup import setup as setup_rayjob
+from controllers.rayservice.options import RayServiceOptions
 from controllers.rayservice.setup import setup as setup_rayservice
 from kuberay_py.cache import CacheNotSynced
 from kuberay_py.client import ClientConfig, Resource
@@ -63,6 +64,7 @@ def build_manager(
     )
     setup_rayservice(
         manager,
+        options=RayServiceOptions(incremental_upgrade=flags.feature_gates["RayServiceIncrementalUpgrade"]),
         max_concurrent_reconciles=flags.reconcile_concurrency,
         head_check_concurrency=flags.head_proxy_health_concurrency,
         head_check_period=flags.head_proxy_health_period,

@@ -35,6 +35,9 @@ class ServeDetails:
     applications: dict[str, AppStatus]
     proxy_location: str | None = None
     http_port: int | None = None
+    target_capacity: float | None = None
+    # Each application's ``deployed_app_config``: the entry exactly as last PUT (Ray echoes it).
+    deployed_configs: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def all_running(self) -> bool:
@@ -62,9 +65,12 @@ def parse_serve_details(doc: Any) -> ServeDetails:
     """Parse the body of ``GET /api/serve/applications/`` (Ray's ``ServeInstanceDetails``)."""
     root = _mapping(doc, "$")
     apps: dict[str, AppStatus] = {}
+    deployed: dict[str, dict[str, Any]] = {}
     for app_name, raw_app in _mapping(root.get("applications"), "$.applications").items():
         app_path = f"$.applications[{app_name!r}]"
         app = _mapping(raw_app, app_path)
+        if isinstance(app.get("deployed_app_config"), dict):
+            deployed[app_name] = app["deployed_app_config"]
         deployments: dict[str, DeploymentStatus] = {}
         for dep_name, raw_dep in _mapping(app.get("deployments"), f"{app_path}.deployments").items():
             dep_path = f"{app_path}.deployments[{dep_name!r}]"
@@ -83,8 +89,11 @@ def parse_serve_details(doc: Any) -> ServeDetails:
     if isinstance(http_options, dict) and isinstance(http_options.get("port"), int):
         http_port = http_options["port"]
     proxy_location = root.get("proxy_location")
+    capacity = root.get("target_capacity")
     return ServeDetails(
         applications=apps,
         proxy_location=proxy_location if isinstance(proxy_location, str) else None,
         http_port=http_port,
+        target_capacity=float(capacity) if isinstance(capacity, int | float) else None,
+        deployed_configs=deployed,
     )

@@ -15,6 +15,7 @@ from controllers.common.conditions import ConditionStatus, set_condition
 from controllers.common.events import Recorder
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import HeadProxyHealthChecker
+from controllers.rayservice.gateway_api import GatewayAPI
 from controllers.rayservice.memory import Memory, ServiceMemo
 from controllers.rayservice.options import RayServiceOptions
 from controllers.rayservice.shapes import RayServiceStatus
@@ -49,6 +50,7 @@ class ServiceContext:
     svc: Obj  # the RayService as last read or written; never mutated in place
     status: RayServiceStatus  # the working copy every phase edits; written once at the end
     requeue: RequeueTimer = field(default_factory=RequeueTimer)
+    gateway_api: GatewayAPI | None = None  # discovery of the Gateway API (incremental upgrade only)
 
     @property
     def memo(self) -> ServiceMemo:

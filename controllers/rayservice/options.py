@@ -26,3 +26,4 @@ class RayServiceOptions:
     serve_poll_interval: float = 2.0  # while Serve applications are deploying
     status_refresh_interval: float | None = 300.0  # slow refresh of application statuses when idle
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+    incremental_upgrade: bool = True  # the RayServiceIncrementalUpgrade feature gate

@@ -10,6 +10,7 @@ Phases (KubeRay's flow, §3.1 of BEHAVIOUR.md), each a function over the
 4. :mod:`.serving` -- the heads' serve labels, the Serve config and application statuses;
 5. :mod:`.traffic` -- point the Services at the serving cluster, promote, count endpoints;
 6. :mod:`.clusters` -- prepare a new cluster when the spec moved on (created after the write);
+   with ``NewClusterWithIncrementalUpgrade``, :mod:`.incremental_phase` runs steps 4-6 instead;
 7. conditions (:mod:`.status`), the initializing timeout, and the one status write.
 
 How this differs from KubeRay's 2-second loop: a reconcile never waits on a head proxy (it reads the
@@ -37,6 +38,12 @@ from controllers.rayservice.clusters import (
     record_cluster_statuses,
 )
 from controllers.rayservice.context import ServiceContext
+from controllers.rayservice.gateway_api import GatewayAPI
+from controllers.rayservice.incremental_phase import (
+    create_pending_cluster,
+    is_incremental,
+    reconcile_incremental,
+)
 from controllers.rayservice.lifecycle import (
     check_initializing_timeout,
     ensure_finalizer,
@@ -82,6 +89,7 @@ class RayServiceReconciler:
         *,
         clock: Clock | None = None,
         options: RayServiceOptions | None = None,
+        gateway_api: GatewayAPI | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -91,6 +99,7 @@ class RayServiceReconciler:
         self.clock: Clock = clock or RealClock()
         self.options = options or RayServiceOptions()
         self.memory = Memory()
+        self.gateway_api = gateway_api or GatewayAPI(client, lambda: None)
 
     def context(self, svc: Obj) -> ServiceContext:
         """A context for one reconcile of ``svc``, its status copied as the working status."""
@@ -98,7 +107,7 @@ class RayServiceReconciler:
         status["observedGeneration"] = int(svc["metadata"].get("generation") or 0)
         return ServiceContext(
             self.client, self.cache, self.recorder, self.clock, self.options,
-            self.dashboards, self.checker, self.memory, svc, status,
+            self.dashboards, self.checker, self.memory, svc, status, gateway_api=self.gateway_api,
         )  # fmt: skip
 
     async def reconcile(self, request: Request) -> Result:
@@ -130,7 +139,9 @@ class RayServiceReconciler:
             # come back through the predicates, so retry on our own, rate-limited.
             log.debug("status write conflicted; retrying with a fresh object")
             return Result(requeue=True)
-        if new_cluster is not None:
+        if new_cluster is not None and is_incremental(ctx):
+            await create_pending_cluster(ctx, new_cluster)
+        elif new_cluster is not None:
             await create_cluster(ctx, new_cluster)
         return Result(requeue_after=ctx.requeue.delay)
 
@@ -148,6 +159,8 @@ class RayServiceReconciler:
         active, pending = await reconcile_clusters(ctx)
         for cluster in (active, pending):
             await sync_head_label(ctx, cluster)
+        if is_incremental(ctx):
+            return await reconcile_incremental(ctx, active, pending)
         active_serve, pending_serve = await serve_applications(ctx, active, pending)
         target = promotion_target(ctx, active, pending, active_serve, pending_serve)
         promoted = target is not None and await route_traffic(ctx, target)

@@ -6,7 +6,10 @@ Watches (besides ``for_(RayService)`` and ``owns`` RayCluster / Service):
   Service, so ``numServeEndpoints`` and ``Ready`` follow the serve Service's endpoints;
 * Pods of RayService clusters (head and workers), mapped through ``ray.io/cluster`` to the owning
   RayService, so a head becoming Ready (submit the config) or a pending cluster's workers becoming
-  Ready (promotion needs ready endpoints) wakes it without polling.
+  Ready (promotion needs ready endpoints) wakes it without polling;
+* for ``NewClusterWithIncrementalUpgrade``, once discovery finds the Gateway API: Gateways and
+  HTTPRoutes (status included) through their owner reference, and the per-cluster serve
+  Services' EndpointSlices through the owning RayCluster.
 
 The checker is a leader-only runnable: only the leader probes head proxies, and a result change
 enqueues the owning RayService.
@@ -14,6 +17,7 @@ enqueues the owning RayService.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -29,9 +33,10 @@ from controllers.ray.health import (
     HealthResult,
 )
 from controllers.rayservice import heads
+from controllers.rayservice.gateway_api import GatewayAPI
 from controllers.rayservice.options import SERVICE_NAME_LABEL, RayServiceOptions
 from controllers.rayservice.reconciler import RayServiceReconciler
-from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SERVICES
+from kuberay_py.client.resources import ENDPOINTSLICES, GATEWAYS, HTTPROUTES, PODS, SERVICES
 from kuberay_py.controller import (
     AnnotationsChanged,
     Controller,
@@ -71,6 +76,27 @@ def setup(
     checker = checker or HeadProxyHealthChecker(
         max_concurrency=head_check_concurrency, period=head_check_period, clock=manager.clock
     )
+    holder: list[Controller] = []
+
+    def owner_rayservice(obj: Mapping[str, Any]) -> list[Request]:
+        meta = obj.get("metadata") or {}
+        for ref in meta.get("ownerReferences") or []:
+            if ref.get("controller") and ref.get("kind") == "RayService":
+                return [Request(meta["namespace"], ref["name"])]
+        return []
+
+    def start_gateway_watches() -> asyncio.Future[None]:
+        """Gateways and HTTPRoutes join the cache once discovery found them (gateway_api.py)."""
+        gateways, routes = cache.informer_for(GATEWAYS), cache.informer_for(HTTPROUTES)
+        holder[0].watch(gateways, owner_rayservice, source=GATEWAYS.kind)
+        holder[0].watch(routes, owner_rayservice, source=HTTPROUTES.kind)
+
+        async def synced() -> None:
+            await gateways.wait_for_sync()
+            await routes.wait_for_sync()
+
+        return asyncio.ensure_future(synced())
+
     reconciler = RayServiceReconciler(
         manager.client,
         cache,
@@ -79,6 +105,7 @@ def setup(
         checker,
         clock=manager.clock,
         options=options,
+        gateway_api=GatewayAPI(manager.client, start_gateway_watches),
     )
 
     def pod_to_rayservice(pod: Mapping[str, Any]) -> list[Request]:
@@ -98,6 +125,10 @@ def setup(
         for ref in ((service or {}).get("metadata") or {}).get("ownerReferences") or []:
             if ref.get("controller") and ref.get("kind") == "RayService":
                 return [Request(meta["namespace"], ref["name"])]
+            if ref.get("controller") and ref.get("kind") == "RayCluster":
+                # an incremental upgrade's per-cluster serve Service, owned by its RayCluster
+                owner = heads.owning_rayservice(cache, meta["namespace"], ref["name"])
+                return [Request(meta["namespace"], owner)] if owner else []
         return []
 
     primary = or_(
@@ -116,6 +147,7 @@ def setup(
         .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
         .complete(reconciler)
     )
+    holder.append(controller)
 
     def on_change(target: HeadTarget, result: HealthResult) -> None:
         namespace, name = target.owner.split("/", 1)

@@ -31,7 +31,7 @@ from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SERVICES
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
 
-__all__ = ["count_endpoints", "promotion_target", "ready_serve_pods", "route_traffic"]
+__all__ = ["count_endpoints", "point_head_service", "promotion_target", "ready_serve_pods", "route_traffic"]
 
 log = get_logger("controllers.rayservice.reconciler")
 
@@ -65,6 +65,11 @@ async def route_traffic(ctx: ServiceContext, target: Obj) -> bool:
     ctx.status["activeServiceStatus"] = ctx.status.get("pendingServiceStatus") or {}
     ctx.status["pendingServiceStatus"] = {}
     return True
+
+
+async def point_head_service(ctx: ServiceContext, target: Obj) -> None:
+    """Only ``<svc>-head-svc`` at ``target``: in an incremental upgrade the per-cluster Services serve."""
+    await _apply_service(ctx, build_rayservice_head_service(ctx.svc, target))
 
 
 def ready_serve_pods(ctx: ServiceContext, cluster: Obj) -> int:

@@ -31,7 +31,7 @@ from yarl import URL
 
 from kuberay_py.client import metrics
 from kuberay_py.client.config import ClientConfig
-from kuberay_py.client.errors import Gone, TransportError, error_from_response
+from kuberay_py.client.errors import Gone, NotFound, TransportError, error_from_response
 from kuberay_py.client.ratelimit import TokenBucket
 from kuberay_py.client.resources import Resource
 from kuberay_py.client.watchstream import decode_event, iter_lines
@@ -217,6 +217,18 @@ class Client:
         if res.namespaced and not namespace:
             raise ValueError(f"{what} {res.kind} needs a namespace")
         return namespace if res.namespaced else None
+
+    async def served(self, res: Resource) -> bool:
+        """Whether the API server serves ``res`` (discovery of its group/version; no RBAC needed).
+
+        For kinds that exist only where their CRDs are installed (the Gateway API, for one).
+        """
+        prefix = f"/apis/{res.group}/{res.version}" if res.group else f"/api/{res.version}"
+        try:
+            doc = await self.request("GET", prefix)
+        except NotFound:
+            return False
+        return any(r.get("name") == res.plural for r in (doc or {}).get("resources") or [])
 
     async def get(self, res: Resource, name: str, namespace: str | None = None) -> dict[str, Any]:
         result: dict[str, Any] = await self.request("GET", res.path(self._ns(res, namespace, "get"), name))

@@ -16,7 +16,10 @@ def _cluster(name: str, provisioned: bool, owner: str | None = None) -> dict[str
     ]
     return {
         "metadata": {
-            "name": name, "namespace": "ns", "uid": f"uid-{name}", "labels": labels,
+            "name": name,
+            "namespace": "ns",
+            "uid": f"uid-{name}",
+            "labels": labels,
             "creationTimestamp": "2026-01-01T00:00:00Z",
         },
         "status": {"conditions": conds},
@@ -52,3 +55,42 @@ def test_service_metrics_follow_conditions_and_vanish_with_the_object() -> None:
         in text
     )
     assert 'name="s"' not in _scrape([], [])
+
+
+def test_incremental_upgrade_progress_per_cluster() -> None:
+    """Traffic share and target_capacity of both clusters, from the RayService's status."""
+    from prometheus_client import CollectorRegistry
+
+    from controllers.metrics import KubeRayInfoCollector
+
+    service = {
+        "metadata": {"name": "rs", "namespace": "ns", "uid": "u"},
+        "status": {
+            "activeServiceStatus": {
+                "rayClusterName": "rs-a",
+                "trafficRoutedPercent": 75,
+                "targetCapacity": 100,
+            },
+            "pendingServiceStatus": {
+                "rayClusterName": "rs-b",
+                "trafficRoutedPercent": 25,
+                "targetCapacity": 50,
+            },
+        },
+    }
+    registry = CollectorRegistry()
+    registry.register(KubeRayInfoCollector(list, lambda: [service]))
+    labels = {"name": "rs", "namespace": "ns", "uid": "u"}
+    get = registry.get_sample_value
+    assert (
+        get("kuberay_service_traffic_routed_percent", {**labels, "role": "active", "ray_cluster": "rs-a"})
+        == 75
+    )
+    assert (
+        get("kuberay_service_traffic_routed_percent", {**labels, "role": "pending", "ray_cluster": "rs-b"})
+        == 25
+    )
+    assert (
+        get("kuberay_service_target_capacity_percent", {**labels, "role": "pending", "ray_cluster": "rs-b"})
+        == 50
+    )

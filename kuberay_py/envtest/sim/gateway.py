@@ -84,20 +84,14 @@ class GatewayController:
 
     async def register(self) -> bool:
         """Watch the Gateway API kinds when they are served; False (and nothing watched) otherwise."""
-        try:
-            await self.client.request("GET", f"/apis/{GROUP}/v1")
-        except NotFound:
+        kinds = [resources.GATEWAYCLASSES, resources.GATEWAYS, resources.HTTPROUTES]
+        if not all([await self.client.served(res) for res in kinds]):
             log.info("Gateway API not installed; the simulator's Gateway stays off")
             return False
-        try:
-            await self.client.request("GET", f"/apis/{GROUP}/v1beta1")
-            self._grants = True
-        except NotFound:
-            self._grants = False
+        self._grants = await self.client.served(REFERENCEGRANTS)
         self.served = True
         handler = _Handler(lambda: self._queue.mark(_ALL))
-        kinds = [resources.GATEWAYCLASSES, resources.GATEWAYS, resources.HTTPROUTES, resources.SERVICES]
-        for res in kinds + ([REFERENCEGRANTS] if self._grants else []):
+        for res in [*kinds, resources.SERVICES] + ([REFERENCEGRANTS] if self._grants else []):
             self.cache.informer_for(res).add_event_handler(handler)
         return True
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import copy
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ import pytest
 import yaml
 
 from controllers.api.validation import validate_rayservice
-from controllers.features import RAYSERVICE_INCREMENTAL_UPGRADE, parse_feature_gates
+from controllers.cli.flags import parse_feature_gates
 
 SAMPLES = Path(__file__).resolve().parents[3] / "config" / "samples"
 SERVICE: dict[str, Any] = yaml.safe_load((SAMPLES / "ray-service.sample.yaml").read_text())
@@ -99,12 +100,7 @@ def test_gate_off_skips_the_incremental_rules() -> None:
 
 
 def test_feature_gates_flag() -> None:
-    assert parse_feature_gates("").enabled(RAYSERVICE_INCREMENTAL_UPGRADE) is True
-    gates = parse_feature_gates("RayServiceIncrementalUpgrade=false")
-    assert gates.enabled(RAYSERVICE_INCREMENTAL_UPGRADE) is False
-    with pytest.raises(ValueError, match="unrecognized feature gate: Nope"):
+    assert parse_feature_gates("")["RayServiceIncrementalUpgrade"] is True  # beta, on by default
+    assert parse_feature_gates("RayServiceIncrementalUpgrade=false")["RayServiceIncrementalUpgrade"] is False
+    with pytest.raises(argparse.ArgumentTypeError, match="unrecognized feature gate: Nope"):
         parse_feature_gates("Nope=true")
-    with pytest.raises(ValueError, match="invalid value"):
-        parse_feature_gates("RayServiceIncrementalUpgrade=maybe")
-    with pytest.raises(ValueError, match="missing bool value"):
-        parse_feature_gates("RayServiceIncrementalUpgrade")
