@@ -46,7 +46,7 @@ REPLICAS = 4  # Serve replicas of the one deployment, one per worker
 def incremental_service(
     name: str, *, price: int, step: int = 25, interval: int = 10, surge: int = 50
 ) -> dict[str, Any]:
-    svc = rayservice(name, workers=REPLICAS, replicas=REPLICAS, delay=0)
+    svc = rayservice(name, workers=REPLICAS, replicas=REPLICAS, delay=30)  # FakeClock seconds
     svc["spec"]["rayClusterConfig"]["enableInTreeAutoscaling"] = True
     svc["spec"]["upgradeStrategy"] = {
         "type": "NewClusterWithIncrementalUpgrade",
@@ -204,6 +204,26 @@ class Upgrade:
             return f"http://{status['addresses'][0]['value']}:80/fruit"
 
         return str(await eventually(programmed, "Gateway programmed", 30))
+
+    async def serve_doc(self, cluster: str) -> dict[str, Any]:
+        """``GET /api/serve/applications/`` of ``cluster``'s head ({} when unreachable)."""
+        pods = (
+            await self.client.list(
+                PODS, self.namespace, label_selector=f"ray.io/cluster={cluster},ray.io/node-type=head"
+            )
+        )["items"]
+        if not pods or not (pods[0].get("status") or {}).get("podIP"):
+            return {}
+        url = f"http://{pods[0]['status']['podIP']}:8265/api/serve/applications/"
+        try:
+            async with (
+                aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as http,
+                http.get(url) as r,
+            ):
+                doc: dict[str, Any] = await r.json()
+        except Exception:
+            return {}
+        return doc
 
     async def replicas(self, cluster: str) -> int:
         """Serve replicas on ``cluster`` (any state), read from its dashboard."""
