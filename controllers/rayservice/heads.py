@@ -60,5 +60,3 @@ def owning_rayservice(cache: CacheReader, namespace: str, cluster_name: str) -> 
         return None
     name = labels.get(c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY)
     return str(name) if name else None
-
-

@@ -21,10 +21,10 @@ from typing import Any, cast
 from controllers import constants as c
 from controllers.api.rayservice import ClusterUpgradeOptions
 from controllers.common.events import write_with_events
+from controllers.common.heads import head_pod
 from controllers.common.pods import is_running_and_ready
 from controllers.constants import RAYCLUSTERS
 from controllers.ray import metrics as ray_metrics
-from controllers.rayservice import heads
 from controllers.rayservice.cluster import build_ray_cluster, cluster_spec_of, generate_cluster_name
 from controllers.rayservice.context import ServiceContext
 from controllers.rayservice.gateway import (
@@ -309,7 +309,7 @@ async def reconcile_incremental(ctx: ServiceContext, active: Obj | None, pending
         active, pending, a, b = pending, None, b, None
     completed_rollback = False
     if rollback and pending is not None and active is not None:
-        pending_head = heads.head_pod(ctx.cache, ctx.namespace, pending["metadata"]["name"])
+        pending_head = head_pod(ctx.cache, ctx.namespace, pending["metadata"]["name"])
         if rollback_complete(progress, pending_healthy=is_running_and_ready(pending_head)):
             status["pendingServiceStatus"] = {}
             _drop(ctx, c.COND_ROLLBACK_IN_PROGRESS)

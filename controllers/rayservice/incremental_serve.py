@@ -18,10 +18,10 @@ from typing import Any, cast
 
 from controllers import constants as c
 from controllers.api.rayservice import ServeConfigError, parse_serve_config
+from controllers.common.heads import dashboard_url, head_pod
 from controllers.common.pods import is_running_and_ready
 from controllers.ray.dashboard import DashboardClient, DashboardClosed, DashboardError
 from controllers.ray.serve_status import ServeDetails
-from controllers.rayservice import heads
 from controllers.rayservice.context import ServiceContext
 from controllers.rayservice.incremental_steps import Progress, Side, capacity_step, capacity_update_needed
 from controllers.rayservice.serve import application_statuses, needs_submit
@@ -66,15 +66,11 @@ async def serve_cluster(ctx: ServiceContext, cluster: Obj, side: Side, state: Up
     """Read Serve's status on ``cluster``; submit its config and take a capacity step when due."""
     status = cast(dict[str, Any], ctx.status)
     name = cluster["metadata"]["name"]
-    pod = heads.head_pod(ctx.cache, ctx.namespace, name)
+    pod = head_pod(ctx.cache, ctx.namespace, name)
     if pod is None or not is_running_and_ready(pod):
         return ServeOutcome()  # the head Pod's status change wakes us up
-    ip = (pod.get("status") or {}).get("podIP")
-    address = f"[{ip}]" if ip and ":" in ip else ip
     try:
-        dashboard = ctx.dashboards.client(
-            f"http://{address}:{heads.dashboard_port(pod, cluster)}", auth_token=await auth_token(ctx, pod)
-        )
+        dashboard = ctx.dashboards.client(dashboard_url(pod, cluster), auth_token=await auth_token(ctx, pod))
         details = await dashboard.get_serve_details()
     except DashboardClosed:
         return ServeOutcome(in_progress=True)
