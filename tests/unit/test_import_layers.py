@@ -45,7 +45,8 @@ def _module_name(path: Path, root: Path = ROOT) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
+def _imports(path: Path, root: Path = ROOT, *, names: bool = False) -> list[tuple[int, str]]:
+    """``(line, module)`` per import; ``names=True`` adds ``pkg.x`` for every ``from pkg import x``."""
     tree = ast.parse(path.read_text(), filename=str(path))
     module = _module_name(path, root)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
@@ -62,8 +63,8 @@ def _imports(path: Path, root: Path = ROOT) -> list[tuple[int, str]]:
                 target = node.module or ""
             found.append((node.lineno, target))
             # `from kuberay_py import controller` imports the submodule, not just a name.
-            if target == "kuberay_py":
-                found.extend((node.lineno, f"kuberay_py.{a.name}") for a in node.names)
+            if target == "kuberay_py" or names:
+                found.extend((node.lineno, f"{target}.{a.name}") for a in node.names)
     return found
 
 

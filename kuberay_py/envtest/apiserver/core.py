@@ -341,15 +341,14 @@ class ApiCore:
         name: str,
         patch_type: str,
         patch: Any,
-        *,
         subresource: str | None = None,
         dry_run: bool = False,
         field_manager: str | None = None,
         strict: bool = False,
-    ) -> tuple[Obj, bool]:
-        """A JSON, merge or strategic merge patch; returns (object, False): only apply creates.
+    ) -> Obj:
+        """A JSON, merge or strategic merge patch of an existing object.
 
-        Server-side apply (``apply.server_side_apply``) is a layer above, built on create/update.
+        Server-side apply (``apply.server_side_apply``), which may create, is a layer above.
         """
         old = self.get(rt, namespace, name)
         base = clone(self.present(rt, old))  # the patch is written against the served shape
@@ -376,7 +375,7 @@ class ApiCore:
         self._check_namespace(rt, new["metadata"], namespace)
         return self._finish_update(
             rt, old, new, subresource=subresource, dry_run=dry_run, strict=strict, manager=field_manager
-        ), False
+        )
 
 
 def _check_uid_precondition(rt: ResourceType, name: str, uid: object, old: Obj) -> None:

@@ -17,6 +17,7 @@ import re
 
 from .core import ApiCore, Obj
 from .errors import Cause
+from .kinds import NoHooks
 from .podvalidation import not_supported
 from .registry import ResourceType
 from .validation import invalid, required
@@ -58,7 +59,7 @@ def _typed_problems(address: str, address_type: str, accept_loopback: bool) -> l
     return endpoint_ip_problems(address, accept_loopback=accept_loopback)
 
 
-class EndpointsHooks:
+class EndpointsHooks(NoHooks):
     """Validation for ``discovery.k8s.io/v1`` EndpointSlices and core/v1 Endpoints (no defaulting)."""
 
     def __init__(self, *, accept_loopback: bool = False) -> None:
@@ -108,11 +109,3 @@ class EndpointsHooks:
         if rt.group == "discovery.k8s.io" and old.get("addressType") != new.get("addressType"):
             causes.append(invalid("addressType", new.get("addressType"), "field is immutable"))
         return causes
-
-    def after_write(self, core: ApiCore, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
-        return None
-
-    def after_delete(self, core: ApiCore, rt: ResourceType, obj: Obj) -> None:
-        return None
-
-

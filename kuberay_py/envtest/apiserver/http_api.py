@@ -377,8 +377,7 @@ class ApiHandler:
                 raise StatusError(
                     422, "Invalid", "fieldManager: Too long: may not be more than 128 bytes", {}
                 )
-            if ptype != "apply":
-                manager = field_manager(request, q)
+            created = False
             if ptype == "apply":
                 obj, created = server_side_apply(
                     core,
@@ -393,17 +392,8 @@ class ApiHandler:
                     strict=strict,
                 )
             else:
-                obj, created = core.patch(
-                    rt,
-                    ns,
-                    name,
-                    ptype,
-                    body,
-                    subresource=route.sub,
-                    dry_run=dry_run,
-                    field_manager=manager,
-                    strict=strict,
-                )
+                writer = field_manager(request, q)
+                obj = core.patch(rt, ns, name, ptype, body, route.sub, dry_run, writer, strict)
             return json_response(core.present(rt, obj), 201 if created else 200)
         if verb == "delete":
             if route.sub is not None:

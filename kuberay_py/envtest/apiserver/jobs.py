@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .core import ApiCore, Obj
 from .errors import Cause
-from .kinds import default_pod_spec
+from .kinds import NoHooks, default_pod_spec
 from .registry import ResourceType
 from .validation import invalid
 
@@ -33,7 +33,7 @@ def _default_spec(spec: dict[str, object]) -> None:
         spec.setdefault("podReplacementPolicy", "TerminatingOrFailed")
 
 
-class JobHooks:
+class JobHooks(NoHooks):
     def prepare_create(self, core: ApiCore, rt: ResourceType, obj: Obj) -> list[Cause]:
         spec = obj.get("spec")
         if not isinstance(spec, dict) or not isinstance(spec.get("template"), dict):
@@ -65,9 +65,3 @@ class JobHooks:
             if (old.get("spec") or {}).get("selector") != spec.get("selector"):
                 return [invalid("spec.selector", spec.get("selector"), "field is immutable")]
         return []
-
-    def after_write(self, core: ApiCore, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
-        return None
-
-    def after_delete(self, core: ApiCore, rt: ResourceType, obj: Obj) -> None:
-        return None

@@ -19,10 +19,12 @@ from .podvalidation import duplicate, validate_pod_spec
 from .registry import ResourceType
 from .validation import field_cause, forbidden, invalid, name_problems, required
 
-__all__ = ["NamespaceHooks", "PodHooks", "SecretHooks", "ServiceHooks"]
+__all__ = ["NamespaceHooks", "NoHooks", "PodHooks", "SecretHooks", "ServiceHooks"]
 
 
-class _NoHooks:
+class NoHooks:
+    """Hooks that change nothing: kinds override only the steps they take part in."""
+
     def prepare_create(self, core: ApiCore, rt: ResourceType, obj: Obj) -> list[Cause]:
         return []
 
@@ -141,7 +143,7 @@ _MUTABLE_POD_SPEC = (
 )
 
 
-class PodHooks(_NoHooks):
+class PodHooks(NoHooks):
     def prepare_create(self, core: ApiCore, rt: ResourceType, obj: Obj) -> list[Cause]:
         spec = obj.get("spec")
         if not isinstance(spec, dict):
@@ -211,7 +213,7 @@ def _service_port_problems(
     return causes
 
 
-class ServiceHooks(_NoHooks):
+class ServiceHooks(NoHooks):
     """ClusterIP allocation from the service range (envtest's 10.0.0.0/24 by default) and defaults."""
 
     def __init__(self, cidr: str = "10.0.0.0/16") -> None:
@@ -366,7 +368,7 @@ class ServiceHooks(_NoHooks):
                 self.node_ports.discard(int(p["nodePort"]))
 
 
-class SecretHooks(_NoHooks):
+class SecretHooks(NoHooks):
     """``stringData`` is write-only: merged into base64 ``data`` on every write, as the API does."""
 
     @staticmethod
@@ -395,7 +397,7 @@ class SecretHooks(_NoHooks):
         return causes
 
 
-class NamespaceHooks(_NoHooks):
+class NamespaceHooks(NoHooks):
     def __init__(self, controller: bool = True) -> None:
         self.controller = controller
 

@@ -6,32 +6,12 @@ issue #10 found four (apply/core, crds/deletion, http_api/server, sim kubelet/po
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
 
-from tests.unit.test_import_layers import _module_name, _sources
+from tests.unit.test_import_layers import _imports, _module_name, _sources
 
 ROOT = Path(__file__).resolve().parents[3]
 ENVTEST = ROOT / "kuberay_py" / "envtest"
-
-
-def _targets(path: Path, module: str) -> set[str]:
-    """Every module ``path`` imports, including ``from . import x`` submodules."""
-    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            out.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - (node.level - 1)]
-                target = ".".join([*base, node.module] if node.module else base)
-            else:
-                target = node.module or ""
-            out.add(target)
-            out.update(f"{target}.{alias.name}" for alias in node.names)
-    return out
 
 
 def _graph() -> dict[str, set[str]]:
@@ -39,7 +19,7 @@ def _graph() -> dict[str, set[str]]:
     # A module's own ancestor packages are not edges: `from . import x` loads x, and the package
     # is already being imported when its submodules run.
     return {
-        module: {t for t in _targets(path, module) if t in modules and not module.startswith(t)}
+        module: {t for _, t in _imports(path, names=True) if t in modules and not module.startswith(t)}
         for module, path in modules.items()
     }
 
