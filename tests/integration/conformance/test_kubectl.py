@@ -80,3 +80,32 @@ async def test_kubectl_explain_custom_resource(envtest: Environment) -> None:
     code, out = await kubectl(envtest, "explain", "rayclusters.spec.workerGroupSpecs.numOfHosts")
     assert code == 0, out
     assert "KIND:       RayCluster" in out and "numOfHosts <integer>" in out, out
+
+
+async def test_kubectl_describe_shows_events_recorded_through_events_k8s_io(
+    envtest: Environment, namespace: str, tmp_path: Path
+) -> None:
+    """The operator records through events.k8s.io/v1; ``kubectl describe`` reads core/v1 Events."""
+    manifest = tmp_path / "cm.yaml"
+    manifest.write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: described}\ndata: {a: b}\n")
+    code, out = await kubectl(envtest, "-n", namespace, "apply", "-f", str(manifest))
+    assert code == 0, out
+    code, uid = await kubectl(
+        envtest, "-n", namespace, "get", "configmap", "described", "-o", "jsonpath={.metadata.uid}"
+    )
+    assert code == 0, uid
+    event = (
+        "apiVersion: events.k8s.io/v1\nkind: Event\nmetadata: {name: described.1}\n"
+        "eventTime: '2026-01-01T00:00:00.000000Z'\nreportingController: ray.io/kuberay-operator\n"
+        "reportingInstance: op-0\naction: Create\nreason: CreatedSomething\ntype: Normal\n"
+        "note: the operator said something\n"
+        f"regarding: {{kind: ConfigMap, apiVersion: v1, namespace: {namespace}, name: described, "
+        f"uid: {uid}}}\n"
+    )
+    manifest.write_text(event)
+    code, out = await kubectl(envtest, "-n", namespace, "create", "-f", str(manifest))
+    assert code == 0, out
+    code, out = await kubectl(envtest, "-n", namespace, "describe", "configmap", "described")
+    assert code == 0, out
+    assert "CreatedSomething" in out and "the operator said something" in out, out
+    assert "Events:  <none>" not in out, out
