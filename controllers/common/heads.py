@@ -10,6 +10,7 @@ too (``kuberay-operator run`` on a laptop, the demo) and skips a Service hop.
 from __future__ import annotations
 
 import base64
+from dataclasses import dataclass
 from typing import Any
 
 from controllers import constants as c
@@ -19,10 +20,12 @@ from controllers.raycluster.common import find_container_port
 from kuberay_py.client.resources import PODS
 
 __all__ = [
+    "TokenSecret",
     "auth_token_source",
     "dashboard_port",
     "dashboard_url",
     "head_pod",
+    "head_token",
     "ray_container",
     "serve_port",
     "token_from_secret",
@@ -88,6 +91,24 @@ def dashboard_url(pod: dict[str, Any], cluster: dict[str, Any] | None = None) ->
     ip = str((pod.get("status") or {}).get("podIP") or "")
     host = f"[{ip}]" if ":" in ip else ip
     return f"http://{host}:{dashboard_port(pod, cluster)}"
+
+
+@dataclass(frozen=True)
+class TokenSecret:
+    """Where a head's Ray token is kept: key ``key`` of the Secret ``name`` (its namespace's)."""
+
+    name: str
+    key: str
+
+
+def head_token(pod: dict[str, Any]) -> str | TokenSecret | None:
+    """The head's Ray token when its env spells it out, where to read it when a Secret holds it,
+    or None when token auth is off."""
+    source = auth_token_source(pod)
+    if source is None:
+        return None
+    kind, value, key = source
+    return value if kind == "value" else TokenSecret(value, key)
 
 
 def token_from_secret(secret: dict[str, Any], key: str) -> str:

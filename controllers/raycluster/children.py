@@ -123,14 +123,21 @@ async def _autoscaler_rbac(ctx: ClusterContext) -> None:
 async def _ensure(
     ctx: ClusterContext, res: Resource, build: Callable[[], Obj], name: str, created: str, failed: str
 ) -> None:
-    if (res.kind, name) in ctx.memo.known:
-        return
-    ns = ctx.namespace
-    try:
-        await ctx.client.get(res, name, ns)
-    except NotFound:
+    if not await _known_to_exist(ctx, res, name):
         await _create(ctx, res, build(), name, created, failed)
+        ctx.memo.known.add((res.kind, name))
+
+
+async def _known_to_exist(ctx: ClusterContext, res: Resource, name: str) -> bool:
+    """Known from an earlier reconcile, or found by one GET (then remembered)."""
+    if (res.kind, name) in ctx.memo.known:
+        return True
+    try:
+        await ctx.client.get(res, name, ctx.namespace)
+    except NotFound:
+        return False
     ctx.memo.known.add((res.kind, name))
+    return True
 
 
 async def _ingress(ctx: ClusterContext) -> None:
@@ -185,21 +192,17 @@ async def _ingress(ctx: ClusterContext) -> None:
 
 
 async def _require_user_service_account(ctx: ClusterContext, sa: str) -> None:
-    if (SERVICEACCOUNTS.kind, sa) in ctx.memo.known:
+    if await _known_to_exist(ctx, SERVICEACCOUNTS, sa):
         return
     ns = ctx.namespace
-    try:
-        await ctx.client.get(SERVICEACCOUNTS, sa, ns)
-    except NotFound:
-        ctx.recorder.event(
-            ctx.cluster,
-            C.WARNING,
-            C.EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND,
-            f"The autoscaler ServiceAccount {ns}/{sa} named in the head Pod template does not exist; "
-            "create it, or remove serviceAccountName to let KubeRay create one.",
-        )
-        raise
-    ctx.memo.known.add((SERVICEACCOUNTS.kind, sa))
+    ctx.recorder.event(
+        ctx.cluster,
+        C.WARNING,
+        C.EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND,
+        f"The autoscaler ServiceAccount {ns}/{sa} named in the head Pod template does not exist; "
+        "create it, or remove serviceAccountName to let KubeRay create one.",
+    )
+    raise NotFound(404, "NotFound", f'serviceaccounts "{sa}" not found')
 
 
 async def _service(ctx: ClusterContext, body: Obj) -> None:

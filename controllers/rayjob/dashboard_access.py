@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from controllers import constants as C
-from controllers.common.heads import auth_token_source, dashboard_url, head_pod, token_from_secret
+from controllers.common.heads import TokenSecret, dashboard_url, head_pod, head_token, token_from_secret
 from controllers.ray.dashboard import DashboardError
 from controllers.ray.jobs import RayJobs
 from controllers.rayjob.context import JobContext
@@ -29,21 +29,18 @@ class NoDashboard(Exception):
 
 
 async def _token(ctx: JobContext, pod: dict[str, Any]) -> str | None:
-    source = auth_token_source(pod)
-    if source is None:
-        return None
-    kind, value, key = source
-    if kind == "value":
-        return value
+    source = head_token(pod)
+    if not isinstance(source, TokenSecret):
+        return source
     uid = str((pod.get("metadata") or {}).get("uid", ""))
     if ctx.memo.token is not None and ctx.memo.token[0] == uid:
         return ctx.memo.token[1]
     try:
-        secret = await ctx.client.get(SECRETS, value, ctx.namespace)
+        secret = await ctx.client.get(SECRETS, source.name, ctx.namespace)
     except ApiError as exc:
-        raise NoDashboard(f"cannot read the Ray auth token Secret {value}: {exc}") from exc
+        raise NoDashboard(f"cannot read the Ray auth token Secret {source.name}: {exc}") from exc
     try:
-        token = token_from_secret(secret, key)
+        token = token_from_secret(secret, source.key)
     except ValueError as exc:
         raise NoDashboard(str(exc)) from exc
     ctx.memo.token = (uid, token)

@@ -13,7 +13,7 @@ from typing import Any
 from controllers import constants as c
 from controllers.api.rayservice import ServeConfigError, parse_serve_config
 from controllers.common.events import write_with_events
-from controllers.common.heads import auth_token_source, dashboard_url, head_pod, token_from_secret
+from controllers.common.heads import TokenSecret, dashboard_url, head_pod, head_token, token_from_secret
 from controllers.common.objects import labels_of
 from controllers.common.pods import is_running_and_ready
 from controllers.ray.dashboard import DashboardClient, DashboardClosed, DashboardError, DashboardHTTPError
@@ -196,17 +196,14 @@ async def submit(
 
 async def auth_token(ctx: ServiceContext, pod: Obj) -> str | None:
     """The head's Ray auth token (literal env or Secret), read once per head Pod."""
-    source = auth_token_source(pod)
-    if source is None:
-        return None
-    kind, value, key = source
-    if kind == "value":
-        return value
+    source = head_token(pod)
+    if not isinstance(source, TokenSecret):
+        return source
     uid = pod["metadata"]["uid"]
     cached = ctx.memory.token(uid)
     if cached is not None:
         return cached
-    secret = await ctx.client.get(SECRETS, value, pod["metadata"]["namespace"])
-    token = token_from_secret(secret, key)
+    secret = await ctx.client.get(SECRETS, source.name, pod["metadata"]["namespace"])
+    token = token_from_secret(secret, source.key)
     ctx.memory.remember_token(uid, token)
     return token
