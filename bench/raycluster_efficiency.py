@@ -61,33 +61,6 @@ def mib(kib: int) -> float:
     return round(kib / 1024, 1)
 
 
-def cluster(name: str, ns: str, workers: int) -> dict[str, Any]:
-    requests = {"cpu": "100m", "memory": "128Mi"}
-    container = {"image": "rayproject/ray:2.52.0", "resources": {"requests": requests}}
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {"name": name, "namespace": ns},
-        "spec": {
-            "rayVersion": "2.52.0",
-            "headGroupSpec": {
-                "rayStartParams": {},
-                "template": {"spec": {"containers": [{"name": "ray-head", **container}]}},
-            },
-            "workerGroupSpecs": [
-                {
-                    "groupName": "workers",
-                    "replicas": workers,
-                    "minReplicas": 0,
-                    "maxReplicas": workers,
-                    "rayStartParams": {},
-                    "template": {"spec": {"containers": [{"name": "ray-worker", **container}]}},
-                }
-            ],
-        },
-    }
-
-
 def kind_of(method: str, path: str) -> str:
     if "/events" in path:
         return "events"
@@ -165,6 +138,8 @@ async def wait_quiet(counter: Counting, quiet: float, limit: float) -> None:
 
 
 async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
+    from raycluster_scale import cluster  # the same RayCluster as the scale bench (a sibling script)
+
     from controllers import constants as C
     from kuberay_py.client import Client, load_config
     from kuberay_py.client.resources import NAMESPACES, PODS
@@ -274,6 +249,8 @@ async def run_startup(args: argparse.Namespace) -> dict[str, Any]:
 
 async def run_forbidden(args: argparse.Namespace) -> dict[str, Any]:
     """200 RayClusters, every Pod create 403, real time; request rate after the burst."""
+    from raycluster_scale import cluster
+
     from controllers import constants as C
     from kuberay_py.envtest import Environment
 
