@@ -10,9 +10,9 @@ and probes, the operator and tests connect to it, and no packet for it leaves th
 Blocks never collide, across simulators and across processes (parallel test runs, a demo beside
 a test suite): a block is claimed by an exclusive ``flock`` on a file named after it in a
 host-wide directory, held while the simulator runs. The kernel drops the lock when the process
-dies however it dies, so a crashed owner never keeps a block forever; its route may survive it,
-and the next owner of the block replaces it. A route is removed only by the process holding the
-block's lock, so no process removes a route another one still uses.
+dies however it dies, so a crashed owner never keeps a block forever; its route may survive it
+until the next claim sweeps it. A route is removed only by a process holding the block's lock, so
+no process removes a route another one still uses.
 
 Adding a route needs ``CAP_NET_ADMIN``. Without it the simulator falls back to a block of
 ``127.0.0.0/8`` (claimed the same way), says so once in its log, and the built-in API server must
@@ -46,6 +46,7 @@ __all__ = [
     "PodNetwork",
     "PodNetworkUnavailable",
     "claim_pod_network",
+    "sweep_stale_routes",
 ]
 
 log = get_logger("kuberay_py.envtest.sim.podnetwork")
@@ -134,6 +135,54 @@ def _reachable(block: ipaddress.IPv4Network) -> bool:
     return False
 
 
+def sweep_stale_routes(cidr: str = DEFAULT_POD_CIDR, route_command: Sequence[str] = ("ip",)) -> list[str]:
+    """Remove the local routes of ``cidr``'s blocks whose owner died without releasing them.
+
+    A block's lock is free only when no live process holds it, so taking it proves the route is
+    nobody's; it is removed while the lock is held, then the lock is let go. Returns the blocks
+    swept.
+    """
+    network = ipaddress.ip_network(cidr)
+    if not isinstance(network, ipaddress.IPv4Network):
+        return []
+    if not route_command or shutil.which(route_command[0]) is None:
+        return []
+    try:
+        shown = subprocess.run(
+            [*route_command, "route", "show", "table", "local", "type", "local"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    swept = []
+    for line in shown.stdout.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "local":
+            parts = parts[1:]
+        if len(parts) < 3 or parts[1] != "dev" or parts[2] != "lo" or "/" not in parts[0]:
+            continue
+        try:
+            block = ipaddress.ip_network(parts[0])
+        except ValueError:
+            continue
+        if not isinstance(block, ipaddress.IPv4Network) or not block.subnet_of(network):
+            continue
+        lock = _try_lock(block)
+        if lock is None:
+            continue  # a live simulator owns it
+        try:
+            if _route(route_command, "del", block) is None:
+                swept.append(str(block))
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+            lock.close()
+    if swept:
+        log.info("removed pod network routes left by simulators that died", blocks=swept)
+    return swept
+
+
 def _claim(
     cidr: ipaddress.IPv4Network, prefix: int, rng: random.Random
 ) -> tuple[ipaddress.IPv4Network, IO[bytes]] | None:
@@ -170,6 +219,7 @@ def claim_pod_network(
         raise ValueError(f"the pod CIDR must be IPv4, not {cidr}")
     if network.is_loopback:
         raise ValueError(f"the pod CIDR {cidr} is loopback; use a private range such as 10.244.0.0/16")
+    sweep_stale_routes(cidr, route_command)
     claimed = _claim(network, max(block_prefix, network.prefixlen), rng)
     if claimed is None:
         problem = f"every /{block_prefix} block of {cidr} is claimed by another simulator"

@@ -14,7 +14,12 @@ import sys
 
 import pytest
 
-from kuberay_py.envtest.sim.podnetwork import PodNetwork, PodNetworkUnavailable, claim_pod_network
+from kuberay_py.envtest.sim.podnetwork import (
+    PodNetwork,
+    PodNetworkUnavailable,
+    claim_pod_network,
+    sweep_stale_routes,
+)
 
 TEST_CIDR = "10.245.250.0/23"  # two /24 blocks, away from the default 10.244.0.0/16
 
@@ -97,3 +102,25 @@ def test_without_the_privilege_the_fallback_is_loopback_and_real_mode_fails_in_o
 def test_a_loopback_pod_cidr_is_refused() -> None:
     with pytest.raises(ValueError, match="loopback"):
         claim_pod_network("127.0.0.0/8")
+
+
+def test_a_route_left_by_a_dead_owner_is_swept_and_a_live_ones_is_not() -> None:
+    live = _routed_or_skip()
+    try:
+        code = (
+            "import os\n"
+            "from kuberay_py.envtest.sim.podnetwork import claim_pod_network\n"
+            f"n = claim_pod_network({TEST_CIDR!r}, require=True)\n"
+            "print(n.block, flush=True)\n"
+            "os._exit(0)  # dies without releasing: the kernel drops the lock, the route stays\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+        dead = next(line for line in out.stdout.splitlines() if line.startswith("10."))
+        assert dead != str(live.block)
+        assert f"local {dead} dev lo" in _local_routes()
+        assert sweep_stale_routes(TEST_CIDR) == [dead]
+        routes = _local_routes()
+        assert f"local {dead} dev lo" not in routes
+        assert f"local {live.block} dev lo" in routes, "a held block's route is never swept"
+    finally:
+        live.release()
