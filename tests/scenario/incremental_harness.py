@@ -292,25 +292,23 @@ class Upgrade:
 
 
 @contextlib.asynccontextmanager
-async def open_upgrade() -> AsyncIterator[Upgrade]:
+async def open_upgrade(*, gateway_api: bool = True) -> AsyncIterator[Upgrade]:
+    """``gateway_api=False``: a cluster without the Gateway API CRDs."""
     runtime = RayPodRuntime(timings=TIMINGS)
-    async with Environment(
-        [str(CRD_DIR), str(GATEWAY_CRD_DIR)],
-        simulate=True,
-        pod_runtime=runtime,
-        probe_period_scale=PROBE_SCALE,
-    ) as env:
+    crds = [str(CRD_DIR), str(GATEWAY_CRD_DIR)] if gateway_api else [str(CRD_DIR)]
+    async with Environment(crds, simulate=True, pod_runtime=runtime, probe_period_scale=PROBE_SCALE) as env:
         client = env.new_client()
-        with contextlib.suppress(Exception):
+        if gateway_api:
             await client.create(GATEWAYCLASSES, gateway_class(CLASS))
         clock = FakeClock()
         pump = Pump(clock)
         op = start_operator(env.client_config, clock=clock, serve_poll_interval=0.5)
         ns = await env.create_namespace()
+        upgrade = Upgrade(env, client, ns, runtime, op, clock, pump)
         try:
-            yield Upgrade(env, client, ns, runtime, op, clock, pump)
+            yield upgrade
         finally:
-            await stop_operator(op)
+            await stop_operator(upgrade.operator)  # a test may have replaced it (restart)
             await pump.close()
             await client.close()
             await runtime.close()

@@ -79,7 +79,9 @@ async def test_every_offline_sample_reaches_a_terminal_state(
 
         async def settled() -> dict[str, Any] | None:
             items = (await client.list(RAYJOBS, ns))["items"]
-            states = {j["metadata"]["name"]: (j.get("status") or {}).get("jobDeploymentStatus") for j in items}  # noqa: E501
+            states = {
+                j["metadata"]["name"]: (j.get("status") or {}).get("jobDeploymentStatus") for j in items
+            }
             return None if any(states.get(n, "deleted") != s for n, s in want.items()) else states
 
         try:
