@@ -22,8 +22,11 @@ import orjson
 from kuberay_py.client import Client
 from kuberay_py.manager.events import EventBroadcaster
 
-POD = {"apiVersion": "v1", "kind": "Pod",
-       "metadata": {"name": "head-0", "namespace": "ns1", "uid": "u-1", "resourceVersion": "7"}}
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "head-0", "namespace": "ns1", "uid": "u-1", "resourceVersion": "7"},
+}
 
 
 class CountingSink:
@@ -48,9 +51,17 @@ def baseline(n: int) -> float:
     for i in range(n):
         meta = POD["metadata"]
         assert isinstance(meta, dict)
-        body = {"regarding": {"kind": POD["kind"], "name": meta["name"], "namespace": meta["namespace"],
-                              "uid": meta["uid"]},
-                "reason": "Created", "note": f"created pod {i % 50}", "type": "Normal"}
+        body = {
+            "regarding": {
+                "kind": POD["kind"],
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta["uid"],
+            },
+            "reason": "Created",
+            "note": f"created pod {i % 50}",
+            "type": "Normal",
+        }
         q.put_nowait(body)
     return (time.perf_counter() - start) / n
 
@@ -90,8 +101,10 @@ async def main() -> None:
         "api_patches": patches,
         "api_writes_per_event": round((creates + patches) / n, 4),
     }
-    print(f"event() {result['event_call_us']} µs vs put_nowait {result['baseline_put_nowait_us']} µs; "
-          f"{n} events -> {creates} creates + {patches} patches")
+    print(
+        f"event() {result['event_call_us']} µs vs put_nowait {result['baseline_put_nowait_us']} µs; "
+        f"{n} events -> {creates} creates + {patches} patches"
+    )
     print(orjson.dumps(result).decode())
 
 

@@ -115,7 +115,7 @@ async def run() -> dict[str, Any]:
             puts.clear()
             old = (await up.get(NAME))["status"]["activeServiceStatus"]["rayClusterName"]
             fake0, cpu0, wall0 = up.clock.now(), time.process_time(), time.monotonic()
-            await up.client.update(RAYSERVICES, new_version(await up.get(NAME), price=4, cpu="600m"))
+            await up.update_spec(NAME, lambda svc: new_version(svc, price=4, cpu="600m"))
 
             async def promoted() -> bool:
                 svc = await up.get(NAME)

@@ -170,9 +170,7 @@ async def run_scale(args: argparse.Namespace) -> dict[str, Any]:
     converge_s = time.perf_counter() - t0
     cpu = time.process_time() - cpu0
     writes = counter.writes()
-    statuses = [
-        (o.get("status") or {}) for o in (await driver.list(C.RAYCLUSTERS, ns))["items"]
-    ]
+    statuses = [(o.get("status") or {}) for o in (await driver.list(C.RAYCLUSTERS, ns))["items"]]
     complete = sum(
         1 for s in statuses if (s.get("head") or {}).get("podName") and s.get("desiredWorkerReplicas")
     )
@@ -258,8 +256,13 @@ async def run_forbidden(args: argparse.Namespace) -> dict[str, Any]:
     async with Environment([str(ROOT / "config" / "crd" / "bases")], kubeconfig_out=kubeconfig) as env:
         assert env.server is not None
         ns = await env.create_namespace(generate_name="forbidden-")
-        env.server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 403, count=-1,
-                          message=f"pods is forbidden: unable to create new content in namespace {ns}")
+        env.server.inject(
+            "POST",
+            rf"^/api/v1/namespaces/{ns}/pods$",
+            403,
+            count=-1,
+            message=f"pods is forbidden: unable to create new content in namespace {ns}",
+        )
         driver = env.new_client()
         manager, counter = await build(kubeconfig, ns, 300.0, args.retry_qps)
         for i in range(args.clusters):
@@ -300,6 +303,7 @@ async def run_memory(args: argparse.Namespace) -> dict[str, Any]:
     pods = len(manager.cache.informer_for(PODS).store)
     after = tracemalloc.take_snapshot()
     stats = after.compare_to(before, "lineno")
+
     def where(stat: tracemalloc.StatisticDiff) -> str:
         frame = stat.traceback[0]
         name = frame.filename.split("site-packages/")[-1].replace(str(ROOT) + "/", "")
@@ -309,8 +313,12 @@ async def run_memory(args: argparse.Namespace) -> dict[str, Any]:
     total = sum(s.size_diff for s in stats)
     manager.stop()
     await asyncio.wait_for(task, 60)
-    return {"pods": pods, "traced_mib_after_sync": round(total / 2**20, 1),
-            "traced_kib_per_pod": round(total / 1024 / max(pods, 1), 2), "top": top}
+    return {
+        "pods": pods,
+        "traced_mib_after_sync": round(total / 2**20, 1),
+        "traced_kib_per_pod": round(total / 1024 / max(pods, 1), 2),
+        "top": top,
+    }
 
 
 def child(argv: list[str]) -> None:
@@ -365,9 +373,18 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="rc-eff-")
     kubeconfig = os.path.join(tmp, "kubeconfig")
     server = subprocess.Popen(
-        [sys.executable, "-m", "kuberay_py.envtest", "--kubeconfig-out", kubeconfig,
-         "--crd", str(ROOT / "config" / "crd" / "bases")],
-        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [
+            sys.executable,
+            "-m",
+            "kuberay_py.envtest",
+            "--kubeconfig-out",
+            kubeconfig,
+            "--crd",
+            str(ROOT / "config" / "crd" / "bases"),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     result: dict[str, Any] = {}
     try:
@@ -401,23 +418,26 @@ def main() -> None:
             "event_writes_per_object_per_min_403": forbidden["event_writes_after_burst_per_object_per_min"],
         }
         if not args.small_only:
-            large = spawn("--child", "scale", "--namespace", "large", "--clusters", str(args.large_clusters),
-                          *common)
+            large = spawn(
+                "--child", "scale", "--namespace", "large", "--clusters", str(args.large_clusters), *common
+            )
             startup = spawn("--child", "startup", "--namespace", "large", *common)
-            result.update({
-                "c1000_writes_per_cluster": large["writes_per_cluster"],
-                "c1000_writes_ratio_vs_minimum": large["writes_ratio_vs_minimum"],
-                "c1000_steady_state_requests": large["steady_state_requests"],
-                "c1000_all_pods_created_s": large["all_pods_created_s"],
-                "pods11000_rss_mib_peak": large["rss_mib_peak"],
-                "pods11000_rss_mib_steady": large["rss_mib_steady"],
-                "pods11000_rss_kib_per_pod": large["rss_kib_per_pod"],
-                "startup_pods": startup["pods"],
-                "startup_rss_mib_peak": startup["rss_mib_startup_peak"],
-                "startup_rss_mib_steady": startup["rss_mib_steady"],
-                "startup_peak_vs_steady": startup["startup_peak_vs_steady"],
-                "startup_writes": startup["startup_writes"],
-            })
+            result.update(
+                {
+                    "c1000_writes_per_cluster": large["writes_per_cluster"],
+                    "c1000_writes_ratio_vs_minimum": large["writes_ratio_vs_minimum"],
+                    "c1000_steady_state_requests": large["steady_state_requests"],
+                    "c1000_all_pods_created_s": large["all_pods_created_s"],
+                    "pods11000_rss_mib_peak": large["rss_mib_peak"],
+                    "pods11000_rss_mib_steady": large["rss_mib_steady"],
+                    "pods11000_rss_kib_per_pod": large["rss_kib_per_pod"],
+                    "startup_pods": startup["pods"],
+                    "startup_rss_mib_peak": startup["rss_mib_startup_peak"],
+                    "startup_rss_mib_steady": startup["rss_mib_steady"],
+                    "startup_peak_vs_steady": startup["startup_peak_vs_steady"],
+                    "startup_writes": startup["startup_writes"],
+                }
+            )
     finally:
         server.send_signal(signal.SIGTERM)
         with contextlib.suppress(subprocess.TimeoutExpired):

@@ -144,13 +144,14 @@ def plan_new_cluster(
     return name
 
 
-async def create_cluster(ctx: ServiceContext, name: str) -> Obj:
+async def create_cluster(ctx: ServiceContext, name: str, body: Obj | None = None) -> Obj:
+    """Create the RayCluster ``name`` (``body``: a manifest other than the goal, e.g. replicas cleared)."""
     ns = ctx.namespace
     try:
         created: Obj = await write_with_events(
             ctx.recorder,
             ctx.svc,
-            ctx.client.create(RAYCLUSTERS, build_ray_cluster(ctx.svc, name), ns),
+            ctx.client.create(RAYCLUSTERS, body or build_ray_cluster(ctx.svc, name), ns),
             failed=(
                 c.EVENT_FAILED_TO_CREATE_RAYCLUSTER,
                 f"Failed to create the RayCluster {ns}/{name}: {{error}}",

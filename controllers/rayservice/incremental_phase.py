@@ -23,9 +23,8 @@ from controllers.api.rayservice import ClusterUpgradeOptions
 from controllers.common.events import write_with_events
 from controllers.common.heads import head_pod
 from controllers.common.pods import is_running_and_ready
-from controllers.constants import RAYCLUSTERS
-from controllers.ray import metrics as ray_metrics
 from controllers.rayservice.cluster import build_ray_cluster, cluster_spec_of, generate_cluster_name
+from controllers.rayservice.clusters import create_cluster
 from controllers.rayservice.context import ServiceContext
 from controllers.rayservice.gateway import (
     build_cluster_serve_service,
@@ -48,12 +47,11 @@ from controllers.rayservice.incremental_steps import (
     should_promote,
     traffic_step,
 )
-from controllers.rayservice.options import SERVICE_NAME_LABEL
-from controllers.rayservice.services import ServeServiceError
-from controllers.rayservice.status import calculate_conditions, ready_endpoint_pod_uids, rfc3339
-from controllers.rayservice.traffic import point_head_service
+from controllers.rayservice.services import ServeServiceError, build_rayservice_head_service
+from controllers.rayservice.status import calculate_conditions, rfc3339
+from controllers.rayservice.traffic import apply_service, count_endpoints
 from kuberay_py.client import AlreadyExists, Conflict, Resource
-from kuberay_py.client.resources import ENDPOINTSLICES, GATEWAYS, HTTPROUTES, PODS, SERVICES
+from kuberay_py.client.resources import GATEWAYS, HTTPROUTES
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
 
@@ -157,46 +155,18 @@ async def _ensure(ctx: ServiceContext, res: Resource, desired: Obj, differs: Any
 
 
 async def _ensure_cluster_service(ctx: ServiceContext, cluster: Obj) -> None:
-    """``<cluster>-serve-svc``, create-only (KubeRay's reconcilePerClusterServeService)."""
+    """``<cluster>-serve-svc`` (KubeRay's reconcilePerClusterServeService; its selector never moves)."""
     try:
         desired = build_cluster_serve_service(ctx.svc, cluster)
     except ServeServiceError as exc:
         ctx.warn(c.EVENT_FAILED_TO_CREATE_SERVICE, str(exc))
         return
-    name = desired["metadata"]["name"]
-    if ctx.cache.get(SERVICES, name, ctx.namespace) is not None:
-        return
-    try:
-        await write_with_events(
-            ctx.recorder,
-            ctx.svc,
-            ctx.client.create(SERVICES, desired, ctx.namespace),
-            failed=(
-                c.EVENT_FAILED_TO_CREATE_SERVICE,
-                f"Failed to create the service {ctx.namespace}/{name}, {{error}}",
-            ),
-            done=(c.EVENT_CREATED_SERVICE, f"Created the service {ctx.namespace}/{name}"),
-            expected=(AlreadyExists,),
-        )
-    except AlreadyExists:
-        return
+    await apply_service(ctx, desired)
 
 
 def _count_endpoints(ctx: ServiceContext, clusters: list[Obj]) -> None:
     """``numServeEndpoints``: ready Pods behind both per-cluster serve Services (KubeRay §3.2)."""
-    ready: dict[str, str] = {}
-    for cluster in clusters:
-        service = cluster_serve_service_name(cluster["metadata"]["name"])
-        slices = ctx.cache.list(ENDPOINTSLICES, ctx.namespace, labels={SERVICE_NAME_LABEL: service})
-        ready.update(ready_endpoint_pod_uids(slices))
-    ctx.status["numServeEndpoints"] = len(ready)
-    by_source = {"head": 0, "worker": 0}
-    for pod_name in ready.values():
-        pod = ctx.cache.get(PODS, pod_name, ctx.namespace) if pod_name else None
-        node_type = ((pod or {}).get("metadata", {}).get("labels") or {}).get(c.RAY_NODE_TYPE_LABEL_KEY)
-        by_source["head" if node_type == c.NODE_TYPE_HEAD else "worker"] += 1
-    for source, count in by_source.items():
-        ray_metrics.SERVE_ENDPOINTS.labels(namespace=ctx.namespace, name=ctx.name, source=source).set(count)
+    count_endpoints(ctx, [cluster_serve_service_name(cluster["metadata"]["name"]) for cluster in clusters])
 
 
 def _put_traffic(status: dict[str, Any], side: str, weight: int, now: str) -> None:
@@ -283,7 +253,7 @@ async def reconcile_incremental(ctx: ServiceContext, active: Obj | None, pending
     if (b and b.ready) or (a and a.ready):
         target = active if upgrading and active is not None else (pending if b and b.ready else active)
     if target is not None:
-        await point_head_service(ctx, target)
+        await apply_service(ctx, build_rayservice_head_service(ctx.svc, target))
 
     if target is not None and weights is not None:
         _put_traffic(status, "activeServiceStatus", weights[0], rfc3339(now))
@@ -351,22 +321,7 @@ async def create_pending_cluster(ctx: ServiceContext, name: str) -> None:
     """The new cluster; during an upgrade its worker ``replicas`` are cleared (KubeRay RSC:1522-1531),
     so Serve's target_capacity and the autoscaler size it."""
     body = build_ray_cluster(ctx.svc, name)
-    upgrade = bool((ctx.status.get("activeServiceStatus") or {}).get("rayClusterName"))
-    if upgrade:
+    if (ctx.status.get("activeServiceStatus") or {}).get("rayClusterName"):
         for group in body["spec"].get("workerGroupSpecs") or []:
             group.pop("replicas", None)
-    ns = ctx.namespace
-    try:
-        await write_with_events(
-            ctx.recorder,
-            ctx.svc,
-            ctx.client.create(RAYCLUSTERS, body, ns),
-            failed=(
-                c.EVENT_FAILED_TO_CREATE_RAYCLUSTER,
-                f"Failed to create the RayCluster {ns}/{name}: {{error}}",
-            ),
-            done=(c.EVENT_CREATED_RAYCLUSTER, f"Created the RayCluster {ns}/{name}"),
-            expected=(AlreadyExists,),
-        )
-    except AlreadyExists:
-        return
+    await create_cluster(ctx, name, body)

@@ -31,7 +31,7 @@ from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SERVICES
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
 
-__all__ = ["count_endpoints", "point_head_service", "promotion_target", "ready_serve_pods", "route_traffic"]
+__all__ = ["apply_service", "count_endpoints", "promotion_target", "ready_serve_pods", "route_traffic"]
 
 log = get_logger("controllers.rayservice.reconciler")
 
@@ -67,9 +67,12 @@ async def route_traffic(ctx: ServiceContext, target: Obj) -> bool:
     return True
 
 
-async def point_head_service(ctx: ServiceContext, target: Obj) -> None:
-    """Only ``<svc>-head-svc`` at ``target``: in an incremental upgrade the per-cluster Services serve."""
-    await _apply_service(ctx, build_rayservice_head_service(ctx.svc, target))
+async def apply_service(ctx: ServiceContext, desired: Obj) -> Obj:
+    """Create ``desired``, or re-point it when its ``ray.io/cluster`` selector changed (KubeRay's rule).
+
+    The incremental upgrade applies its head Service and per-cluster serve Services with it.
+    """
+    return await _apply_service(ctx, desired)
 
 
 def ready_serve_pods(ctx: ServiceContext, cluster: Obj) -> int:
@@ -85,11 +88,18 @@ def ready_serve_pods(ctx: ServiceContext, cluster: Obj) -> int:
     return sum(1 for p in pods if is_running_and_ready(p))
 
 
-def count_endpoints(ctx: ServiceContext) -> None:
-    """``numServeEndpoints`` = unique ready Pod UIDs in the serve Service's EndpointSlices."""
+def count_endpoints(ctx: ServiceContext, services: list[str] | None = None) -> None:
+    """``numServeEndpoints`` = unique ready Pod UIDs in the serve Service's EndpointSlices.
+
+    ``services``: the Services to count instead (an incremental upgrade counts both clusters'
+    per-cluster serve Services, as KubeRay does).
+    """
     ns, name = ctx.namespace, ctx.name
-    slices = ctx.cache.list(ENDPOINTSLICES, ns, labels={SERVICE_NAME_LABEL: serve_service_name(ctx.svc)})
-    ready = ready_endpoint_pod_uids(slices)
+    ready: dict[str, str] = {}
+    for service in services if services is not None else [serve_service_name(ctx.svc)]:
+        ready.update(
+            ready_endpoint_pod_uids(ctx.cache.list(ENDPOINTSLICES, ns, labels={SERVICE_NAME_LABEL: service}))
+        )
     ctx.status["numServeEndpoints"] = len(ready)
     by_source = {"head": 0, "worker": 0}
     for pod_name in ready.values():

@@ -20,7 +20,7 @@ import yaml
 
 from controllers.constants import RAYSERVICES
 from controllers.raysim import RayPodRuntime, Timings
-from kuberay_py.client import Client, NotFound
+from kuberay_py.client import Client, Conflict, NotFound
 from kuberay_py.client.resources import GATEWAYCLASSES, GATEWAYS, HTTPROUTES, PODS
 from kuberay_py.clock import FakeClock
 from kuberay_py.envtest import Environment
@@ -184,6 +184,16 @@ class Upgrade:
     async def get(self, name: str) -> dict[str, Any]:
         obj: dict[str, Any] = await self.client.get(RAYSERVICES, name, self.namespace)
         return obj
+
+    async def update_spec(self, name: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Apply ``edit`` to the current RayService, again on a 409 (the operator writes its status)."""
+        for _ in range(20):
+            try:
+                await self.client.update(RAYSERVICES, edit(await self.get(name)))
+                return
+            except Conflict:
+                continue
+        raise AssertionError(f"could not update {name}: conflicts kept coming")
 
     async def route(self, name: str) -> dict[str, Any] | None:
         try:

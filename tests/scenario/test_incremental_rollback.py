@@ -98,12 +98,12 @@ async def test_reverting_the_spec_mid_upgrade_rolls_back_step_by_step() -> None:
     async with open_upgrade() as up:
         original, old_cluster, url = await start(up)
         async with GatewayTraffic(url) as traffic:
-            await up.client.update(RAYSERVICES, new_version(await up.get(NAME), price=4, cpu="600m"))
+            await up.update_spec(NAME, lambda svc: new_version(svc, price=4, cpu="600m"))
             mid = await reach(up, "half the traffic on the new cluster", lambda s: s[3] == 50)
             new_cluster = mid["status"]["pendingServiceStatus"]["rayClusterName"]
-            reverted = await up.get(NAME)
-            reverted["spec"] = copy.deepcopy(original["spec"])
-            await up.client.update(RAYSERVICES, reverted)
+            statuses: list[dict[str, Any]] = []
+            recorder = asyncio.create_task(up.record(NAME, statuses))  # every status written from here
+            await up.update_spec(NAME, lambda svc: {**svc, "spec": copy.deepcopy(original["spec"])})
 
             async def rolling_back() -> dict[str, Any] | None:
                 svc = await up.get(NAME)
@@ -114,15 +114,9 @@ async def test_reverting_the_spec_mid_upgrade_rolls_back_step_by_step() -> None:
             assert condition(svc, "RollbackInProgress")["message"] == (
                 "Goal state reverted to original cluster, rolling back."
             )
-            seen: list[tuple[Any, ...]] = []
 
             async def back() -> dict[str, Any] | None:
                 current = await up.get(NAME)
-                snap = snapshot(current)
-                if (current["status"].get("pendingServiceStatus") or {}).get("rayClusterName") and (
-                    not seen or seen[-1] != snap
-                ):
-                    seen.append(snap)
                 return (
                     await settled_on(up, old_cluster)
                     if not condition(current, "RollbackInProgress")
@@ -132,9 +126,16 @@ async def test_reverting_the_spec_mid_upgrade_rolls_back_step_by_step() -> None:
             final = await until("rollback complete", back, timeout=90)
             async with traffic.paused():
                 assert await up.share(url, BATCH, '"price": 3') == 1.0  # all traffic back on A
+        recorder.cancel()
         assert traffic.failures == [], traffic.failures[:5]
         # Step by step: the weight on B only goes down, A's capacity only up, B's only down.
-        rollback = [s for s in seen if None not in s]
+        seen: list[tuple[Any, ...]] = []
+        for st in statuses:
+            snap = snapshot({"status": st})
+            rolling = any(cd.get("type") == "RollbackInProgress" for cd in st.get("conditions") or [])
+            if rolling and None not in snap and (not seen or seen[-1] != snap):
+                seen.append(snap)
+        rollback = seen
         for before, after in itertools.pairwise(rollback):
             assert after[0] >= before[0] and after[1] <= before[1] and after[3] <= before[3], seen
         assert {s[3] for s in rollback} >= {50, 25, 0}, seen
@@ -147,10 +148,10 @@ async def test_a_third_spec_mid_upgrade_rolls_back_then_upgrades_to_it() -> None
     async with open_upgrade() as up:
         _, old_cluster, url = await start(up)
         async with GatewayTraffic(url) as traffic:
-            await up.client.update(RAYSERVICES, new_version(await up.get(NAME), price=4, cpu="600m"))
+            await up.update_spec(NAME, lambda svc: new_version(svc, price=4, cpu="600m"))
             mid = await reach(up, "a quarter of the traffic on the new cluster", lambda s: s[3] == 25)
             second = mid["status"]["pendingServiceStatus"]["rayClusterName"]
-            await up.client.update(RAYSERVICES, new_version(await up.get(NAME), price=5, cpu="700m"))
+            await up.update_spec(NAME, lambda svc: new_version(svc, price=5, cpu="700m"))
 
             async def third_started() -> dict[str, Any] | None:
                 svc = await up.get(NAME)
@@ -182,7 +183,7 @@ async def test_operator_killed_mid_upgrade_resumes_at_its_step() -> None:
     async with open_upgrade() as up:
         _, old_cluster, url = await start(up)
         async with GatewayTraffic(url) as traffic:
-            await up.client.update(RAYSERVICES, new_version(await up.get(NAME), price=4, cpu="600m"))
+            await up.update_spec(NAME, lambda svc: new_version(svc, price=4, cpu="600m"))
             killed_at = snapshot(await reach(up, "a quarter of the traffic moved", lambda s: s[3] == 25))
             # No graceful shutdown: the task dies where it is, with its in-memory state (submitted
             # configs, deletion timers) lost, as with SIGKILL.

@@ -88,8 +88,7 @@ async def test_incremental_upgrade_under_traffic() -> None:
 
         async with GatewayTraffic(url) as traffic:
             await until("traffic flowing", lambda: _sent(traffic, 20))
-            body = new_version(await up.get(NAME), price=4, cpu="600m")
-            await up.client.update(RAYSERVICES, body)
+            await up.update_spec(NAME, lambda svc: new_version(svc, price=4, cpu="600m"))
             measured: dict[int, float] = {}
             new_cluster = None
 
