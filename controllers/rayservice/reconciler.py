@@ -160,7 +160,10 @@ class RayServiceReconciler:
         for cluster in (active, pending):
             await sync_head_label(ctx, cluster)
         if is_incremental(ctx):
-            return await reconcile_incremental(ctx, active, pending)
+            new_cluster = await reconcile_incremental(ctx, active, pending)
+            if self.options.status_refresh_interval:
+                ctx.requeue.at(refresh_delay(ctx.key, self.options.status_refresh_interval))
+            return new_cluster
         active_serve, pending_serve = await serve_applications(ctx, active, pending)
         target = promotion_target(ctx, active, pending, active_serve, pending_serve)
         promoted = target is not None and await route_traffic(ctx, target)
