@@ -101,7 +101,7 @@ async def test_crds_are_established_and_served(client: Client) -> None:
 # -------------------------------------------------------------------------------------- samples
 
 
-def _missing_from(expected: Any, actual: Any, path: str = "") -> list[str]:
+def missing_from(expected: Any, actual: Any, path: str = "") -> list[str]:
     """Paths in ``expected`` that ``actual`` lacks or changed (``actual`` may add defaults)."""
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
@@ -111,7 +111,7 @@ def _missing_from(expected: Any, actual: Any, path: str = "") -> list[str]:
             if key not in actual:
                 out.append(f"{path}.{key}")
             else:
-                out += _missing_from(value, actual[key], f"{path}.{key}")
+                out += missing_from(value, actual[key], f"{path}.{key}")
         return out
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
@@ -119,7 +119,7 @@ def _missing_from(expected: Any, actual: Any, path: str = "") -> list[str]:
         return [
             p
             for i, (e, a) in enumerate(zip(expected, actual, strict=True))
-            for p in _missing_from(e, a, f"{path}[{i}]")
+            for p in missing_from(e, a, f"{path}[{i}]")
         ]
     return [] if expected == actual else [path]
 
@@ -133,7 +133,7 @@ async def test_sample_is_accepted_without_loss(
     stored = await client.get(res, doc["metadata"]["name"], ns)
     for obj in (created, stored):
         # Nothing the user wrote was pruned or changed; the server only added defaults.
-        assert _missing_from(doc["spec"], obj["spec"], "spec") == []
+        assert missing_from(doc["spec"], obj["spec"], "spec") == []
     load = load_raycluster if doc["kind"] == "RayCluster" else load_rayservice
     validate = validate_raycluster if doc["kind"] == "RayCluster" else validate_rayservice
     assert load(stored).to_dict() == stored

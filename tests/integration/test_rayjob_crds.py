@@ -19,6 +19,7 @@ from controllers.api.rayjob import load_raycronjob, load_rayjob
 from controllers.constants import RAYCRONJOBS, RAYJOBS
 from kuberay_py.client import BadRequest, Client, Invalid
 from kuberay_py.envtest import Environment
+from tests.integration.test_crds import missing_from
 from tests.manifest_edits import Mutation, set_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,26 +67,6 @@ def test_every_sample_file_is_covered() -> None:
     assert len({name for name, _ in SAMPLES}) == 21
 
 
-def _missing_from(expected: Any, actual: Any, path: str) -> list[str]:
-    if isinstance(expected, dict):
-        if not isinstance(actual, dict):
-            return [path]
-        return [
-            p
-            for k, v in expected.items()
-            for p in ([f"{path}.{k}"] if k not in actual else _missing_from(v, actual[k], f"{path}.{k}"))
-        ]
-    if isinstance(expected, list):
-        if not isinstance(actual, list) or len(actual) != len(expected):
-            return [path]
-        return [
-            p
-            for i, (e, a) in enumerate(zip(expected, actual, strict=True))
-            for p in _missing_from(e, a, f"{path}[{i}]")
-        ]
-    return [] if expected == actual else [path]
-
-
 async def _create_strict(client: Client, doc: dict[str, Any], ns: str) -> dict[str, Any]:
     res = RAYJOBS if doc["kind"] == "RayJob" else RAYCRONJOBS
     created: dict[str, Any] = await client.request(
@@ -103,7 +84,7 @@ async def test_sample_is_accepted_strictly_without_loss(
     name = created["metadata"]["name"]  # the kueue sample uses generateName
     stored = await client.get(res, name, ns)
     for obj in (created, stored):
-        assert _missing_from(doc["spec"], obj["spec"], "spec") == []
+        assert missing_from(doc["spec"], obj["spec"], "spec") == []
     if doc["kind"] == "RayJob":
         assert load_rayjob(stored).to_dict() == stored
         assert validate_rayjob(stored) == []
