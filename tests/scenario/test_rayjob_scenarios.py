@@ -163,3 +163,15 @@ async def test_sidecar_mode_submits_from_the_head_pod(sc: JobScenario) -> None:
     assert head["restartPolicy"] == "Never"
     assert [c["name"] for c in head["containers"]][-1] == "ray-job-submitter"
     assert cluster["metadata"]["annotations"]["ray.io/disable-provisioned-head-restart"] == "true"
+
+
+async def test_k8s_job_mode_failure_is_retried_with_a_new_submitter(sc: JobScenario) -> None:
+    await sc.create(rayjob("k8sfail", "sleep 1 && exit 3", backoffLimit=1))
+    failed = await sc.until("k8sfail", {"jobDeploymentStatus": "Failed"})
+    st = failed["status"]
+    assert (st["failed"], st["reason"], st["jobStatus"]) == (2, "AppFailed", "FAILED")
+    # The retry deleted the first attempt's cluster and submitter; the second ran to the end.
+    assert await sc.clusters() == [st["rayClusterName"]]
+    submitter = await sc.client.get(JOBS, "k8sfail", sc.namespace)
+    assert any(c["type"] == "Complete" for c in submitter["status"]["conditions"])
+    assert sc.jobs_of(st["rayClusterName"]).submissions == 1
