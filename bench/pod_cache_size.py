@@ -33,8 +33,7 @@ from controllers.raycluster.options import RayClusterOptions  # noqa: E402
 from controllers.raycluster.pod import build_head_pod, build_worker_pod  # noqa: E402
 from kuberay_py.cache import strip_managed_fields  # noqa: E402
 from kuberay_py.envtest.sim.podstatus import ContainerState, build_status  # noqa: E402
-
-Obj = dict[str, Any]
+from kuberay_py.objects import Obj  # noqa: E402
 
 
 def encoded_pods(clusters: int, workers: int) -> list[bytes]:

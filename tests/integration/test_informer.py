@@ -13,8 +13,7 @@ import structlog
 from kuberay_py.cache import Cache, Informer
 from kuberay_py.client import Client, resources
 from kuberay_py.envtest import Environment
-
-Obj = dict[str, Any]
+from kuberay_py.objects import Obj
 
 
 class Recorder:

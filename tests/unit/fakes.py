@@ -12,10 +12,9 @@ import itertools
 from typing import Any
 
 from kuberay_py.client import AlreadyExists, ApiError, NotFound, Resource
+from kuberay_py.objects import Obj
 
 __all__ = ["Events", "FakeCache", "RecordingClient"]
-
-Obj = dict[str, Any]
 
 
 class FakeCache:

@@ -21,11 +21,10 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 
 from kuberay_py.client import Client, ClientConfig
+from kuberay_py.objects import Obj
 
 CLOSE = object()
 CUT = object()
-
-Obj = dict[str, Any]
 
 
 def _matches(obj: Obj, selector: str | None) -> bool:

@@ -13,10 +13,9 @@ import structlog
 from kuberay_py.cache import Cache, Informer, strip_managed_fields
 from kuberay_py.client import Client, resources
 from kuberay_py.clock import FakeClock
+from kuberay_py.objects import Obj
 
 from .conftest import FakeApi, until
-
-Obj = dict[str, Any]
 
 
 def slim(obj: Obj) -> Obj:

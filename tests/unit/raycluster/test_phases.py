@@ -24,10 +24,9 @@ from kuberay_py.client import Client, Conflict, Forbidden
 from kuberay_py.client.resources import JOBS, SERVICES
 from kuberay_py.clock import FakeClock, format_rfc3339
 from kuberay_py.controller import Expectations
+from kuberay_py.objects import Obj
 from tests.unit.fakes import Events, FakeCache, RecordingClient
 from tests.unit.raycluster.test_pod_builder import cluster as make_cluster
-
-Obj = dict[str, Any]
 
 
 class Kit:

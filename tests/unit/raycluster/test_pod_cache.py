@@ -30,13 +30,12 @@ from kuberay_py.client.resources import PODS
 from kuberay_py.clock import FakeClock
 from kuberay_py.controller import Expectations, Request
 from kuberay_py.envtest.sim.podstatus import ContainerState, build_status
+from kuberay_py.objects import Obj
 from tests.unit.raycluster.test_pod_builder import cluster as make_cluster
 from tests.unit.raycluster.test_reconciler import FakeCache, setup_env
 
 NOW = "2026-11-29T20:00:05Z"
 OPTS = RayClusterOptions()
-
-Obj = dict[str, Any]
 
 
 def ray_cluster(workers: int = 3) -> Obj:

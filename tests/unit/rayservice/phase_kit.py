@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import cast
 
 from controllers import constants as c
 from controllers.ray.dashboard import DashboardClientFactory, DashboardHTTPError
@@ -17,9 +17,8 @@ from controllers.rayservice.options import RayServiceOptions
 from controllers.rayservice.shapes import RayServiceStatus
 from kuberay_py.client import Client
 from kuberay_py.clock import FakeClock
+from kuberay_py.objects import Obj
 from tests.unit.fakes import Events, FakeCache, RecordingClient
-
-Obj = dict[str, Any]
 
 
 class FakeChecker(HeadProxyHealthChecker):

@@ -25,9 +25,9 @@ from kuberay_py.client import Forbidden
 from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SECRETS, SERVICES
 from kuberay_py.clock import format_rfc3339, parse_rfc3339
 from kuberay_py.metrics import registry
+from kuberay_py.objects import Obj
 from tests.unit.rayservice.phase_kit import Kit, head_pod, make_kit, owned_cluster, worker_pod
 
-Obj = dict[str, Any]
 ACTIVE, PENDING = "rayservice-sample-aaaaa", "rayservice-sample-bbbbb"
 
 

@@ -20,10 +20,10 @@ from kuberay_py.client import Client, Resource
 from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SERVICES
 from kuberay_py.clock import FakeClock
 from kuberay_py.controller import Request, Result
+from kuberay_py.objects import Obj
 from tests.unit.fakes import Events, FakeCache, RecordingClient
 from tests.unit.rayservice.phase_kit import FakeChecker, FakeDashboard, head_pod, worker_pod
 
-Obj = dict[str, Any]
 REQ = Request("ns", "rayservice-sample")
 KEY = "ns/rayservice-sample"
 
