@@ -22,6 +22,7 @@ from controllers import constants as c
 from controllers.api.rayservice import ClusterUpgradeOptions
 from controllers.common.events import write_with_events
 from controllers.common.heads import head_pod
+from controllers.common.objects import is_deleting, owned_by
 from controllers.common.pods import is_running_and_ready
 from controllers.rayservice.cluster import build_ray_cluster, cluster_spec_of, generate_cluster_name
 from controllers.rayservice.clusters import create_cluster
@@ -50,7 +51,7 @@ from controllers.rayservice.incremental_steps import (
 from controllers.rayservice.services import ServeServiceError, build_rayservice_head_service
 from controllers.rayservice.status import calculate_conditions, rfc3339
 from controllers.rayservice.traffic import apply_service, count_endpoints
-from kuberay_py.client import AlreadyExists, Conflict, Resource
+from kuberay_py.client import AlreadyExists, Conflict, NotFound, Resource
 from kuberay_py.client.resources import GATEWAYS, HTTPROUTES
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
@@ -58,6 +59,7 @@ from kuberay_py.objects import Obj
 __all__ = [
     "COND_GATEWAY_API_AVAILABLE",
     "create_pending_cluster",
+    "delete_gateway_objects",
     "is_incremental",
     "reconcile_incremental",
 ]
@@ -325,3 +327,39 @@ async def create_pending_cluster(ctx: ServiceContext, name: str) -> None:
         for group in body["spec"].get("workerGroupSpecs") or []:
             group.pop("replicas", None)
     await create_cluster(ctx, name, body)
+
+
+async def delete_gateway_objects(ctx: ServiceContext) -> int:
+    """Suspend: delete the RayService's HTTPRoute and Gateway (KubeRay RSC:518-551); how many remain.
+
+    Only where the Gateway API was discovered (no request at all otherwise).
+    """
+    if ctx.gateway_api is None or ctx.gateway_api.known is not True:
+        return 0
+    route = await _delete_owned(ctx, HTTPROUTES, httproute_name(ctx.svc))
+    gateway = await _delete_owned(ctx, GATEWAYS, gateway_name(ctx.svc))
+    return route + gateway
+
+
+async def _delete_owned(ctx: ServiceContext, res: Resource, name: str) -> int:
+    """Delete ``name`` when the RayService owns it; 1 while it still exists, else 0."""
+    obj = ctx.cache.get(res, name, ctx.namespace)
+    if obj is None or not owned_by(obj, ctx.svc["metadata"].get("uid")):
+        return 0
+    if is_deleting(obj):
+        return 1
+    try:
+        await write_with_events(
+            ctx.recorder,
+            ctx.svc,
+            ctx.client.delete(res, name, ctx.namespace),
+            failed=(
+                f"FailedToDelete{res.kind}",
+                f"Failed to delete {res.kind} {ctx.namespace}/{name}: {{error}}",
+            ),
+            done=(f"Deleted{res.kind}", f"Deleted {res.kind} {ctx.namespace}/{name}"),
+            expected=(NotFound,),
+        )
+    except NotFound:
+        return 0
+    return 1

@@ -1,7 +1,8 @@
 """Phase: RayService ``spec.suspend`` -- tear the serving stack down and bring it back (KubeRay §3.1 step 5).
 
 Suspending: ``Suspending=True`` (SuspendRequested, then SuspendInProgress), the cluster names and
-endpoint count cleared, every owned RayCluster and Service deleted at once (no deletion delay).
+endpoint count cleared, every owned RayCluster and Service deleted at once (no deletion delay),
+and the incremental upgrade's Gateway and HTTPRoute with them.
 When none is left: ``Suspending=False`` and ``Suspended=True`` (SuspendComplete). Setting
 ``suspend: false`` again: ``Suspended=False`` (RayServiceResumed), ``Ready`` and
 ``UpgradeInProgress`` back to Initializing, and the normal flow prepares a fresh cluster. The
@@ -17,6 +18,7 @@ from controllers.common.objects import is_deleting, owned_by
 from controllers.rayservice.cluster import owned_cluster_labels
 from controllers.rayservice.clusters import delete_cluster, owned_clusters
 from controllers.rayservice.context import ServiceContext
+from controllers.rayservice.incremental_phase import delete_gateway_objects
 from kuberay_py.client import NotFound
 from kuberay_py.client.resources import SERVICES
 
@@ -68,6 +70,7 @@ async def suspend(ctx: ServiceContext) -> bool:
             )
         except NotFound:
             continue
+    remaining += await delete_gateway_objects(ctx)
     if remaining:
         return False
     ctx.set_condition(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from controllers.constants import RAYSERVICES
+from kuberay_py.client import NotFound
 from kuberay_py.client.resources import EVENTS, GATEWAYS
 from tests.polling import condition
 from tests.rayservice_harness import rayservice
@@ -59,3 +60,30 @@ async def test_without_the_gateway_api_only_incremental_services_are_held() -> N
 
         await until("the NewCluster RayService serves as usual", plain_ready)
         assert await up.client.served(GATEWAYS) is False
+
+
+async def test_suspend_deletes_the_gateway_and_route_and_resume_rebuilds_them() -> None:
+    async with open_upgrade() as up:
+        await up.client.create(RAYSERVICES, incremental_service("sus", price=3), up.namespace)
+
+        async def serving() -> dict[str, Any] | None:
+            svc = await up.get("sus")
+            return svc if condition(svc, "Ready").get("status") == "True" and await up.route("sus") else None
+
+        await until("serving", serving)
+        await up.update_spec("sus", lambda svc: {**svc, "spec": {**svc["spec"], "suspend": True}})
+
+        async def suspended() -> dict[str, Any] | None:
+            svc = await up.get("sus")
+            if condition(svc, "Suspended").get("status") != "True":
+                return None
+            try:
+                await up.client.get(GATEWAYS, "sus-gateway", up.namespace)
+            except NotFound:
+                return svc if await up.route("sus") is None else None
+            return None
+
+        await until("suspended without Gateway and HTTPRoute", suspended)
+        await up.update_spec("sus", lambda svc: {**svc, "spec": {**svc["spec"], "suspend": False}})
+        await until("serving again through a rebuilt Gateway and HTTPRoute", serving, timeout=60)
+        assert await up.gateway_url("sus")
