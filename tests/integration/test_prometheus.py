@@ -75,8 +75,14 @@ class Prometheus:
         try:
             with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=10) as resp:
                 return dict(json.loads(resp.read()))
-        except urllib.error.HTTPError as err:  # 400 carries the parse error as JSON
-            return dict(json.loads(err.read()))
+        except urllib.error.HTTPError as err:
+            body = err.read()
+            try:  # 400/422 carry the parse error as JSON
+                return dict(json.loads(body))
+            except ValueError:
+                # While its TSDB starts, Prometheus answers a plain-text 503 "Service Unavailable":
+                # not ready yet, which the start-up poll treats like a refused connection.
+                raise ConnectionError(f"prometheus answered {err.code}: {body[:200]!r}") from err
 
     def value(self, promql: str) -> float | None:
         result = self.query(promql).get("data", {}).get("result") or []
