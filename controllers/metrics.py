@@ -105,12 +105,14 @@ class KubeRayInfoCollector(Collector):
         # kuberay-py only: an incremental upgrade's progress per cluster (status.*ServiceStatus).
         traffic = GaugeMetricFamily(
             "kuberay_service_traffic_routed_percent",
-            "HTTPRoute weight of a RayService's active or pending RayCluster (incremental upgrade)",
+            "Share of a RayService's traffic routed to its active or pending RayCluster: the HTTPRoute "
+            "weight during an incremental upgrade, otherwise 100 for the active and 0 for the pending",
             labels=[*ids, "role", "ray_cluster"],
         )
         capacity = GaugeMetricFamily(
             "kuberay_service_target_capacity_percent",
-            "Serve target_capacity of a RayService's active or pending RayCluster (incremental upgrade)",
+            "Serve target_capacity of a RayService's active or pending RayCluster: set step by step "
+            "during an incremental upgrade, otherwise 100 (Serve's default: full capacity)",
             labels=[*ids, "role", "ray_cluster"],
         )
         for service in self._list_services():
@@ -124,10 +126,17 @@ class KubeRayInfoCollector(Collector):
                 name = sub.get("rayClusterName")
                 if not name:
                     continue
-                if isinstance(sub.get("trafficRoutedPercent"), int):
-                    traffic.add_metric([*labels, role, name], sub["trafficRoutedPercent"])
-                if isinstance(sub.get("targetCapacity"), int):
-                    capacity.add_metric([*labels, role, name], sub["targetCapacity"])
+                # Outside an incremental upgrade the status carries neither field: the active
+                # cluster then takes all traffic at Serve's default full capacity and a pending
+                # (blue/green) cluster none until the switch, so the per-cluster panels always
+                # show where traffic goes, not only mid-upgrade.
+                routed = sub.get("trafficRoutedPercent")
+                target = sub.get("targetCapacity")
+                traffic.add_metric(
+                    [*labels, role, name],
+                    routed if isinstance(routed, int) else (100 if role == "active" else 0),
+                )
+                capacity.add_metric([*labels, role, name], target if isinstance(target, int) else 100)
         yield from (
             cluster_info,
             provisioned,

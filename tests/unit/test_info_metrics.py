@@ -94,3 +94,28 @@ def test_incremental_upgrade_progress_per_cluster() -> None:
         get("kuberay_service_target_capacity_percent", {**labels, "role": "pending", "ray_cluster": "rs-b"})
         == 50
     )
+
+
+def test_cluster_shares_outside_an_incremental_upgrade() -> None:
+    """Without the incremental fields the active cluster has all traffic, a blue/green pending none."""
+    from prometheus_client import CollectorRegistry
+
+    from controllers.metrics import KubeRayInfoCollector
+
+    service = {
+        "metadata": {"name": "rs", "namespace": "ns", "uid": "u"},
+        "status": {
+            "activeServiceStatus": {"rayClusterName": "rs-a"},
+            "pendingServiceStatus": {"rayClusterName": "rs-b"},
+        },
+    }
+    registry = CollectorRegistry()
+    registry.register(KubeRayInfoCollector(list, lambda: [service]))
+    labels = {"name": "rs", "namespace": "ns", "uid": "u"}
+    get = registry.get_sample_value
+    active = {**labels, "role": "active", "ray_cluster": "rs-a"}
+    pending = {**labels, "role": "pending", "ray_cluster": "rs-b"}
+    assert get("kuberay_service_traffic_routed_percent", active) == 100
+    assert get("kuberay_service_traffic_routed_percent", pending) == 0
+    assert get("kuberay_service_target_capacity_percent", active) == 100
+    assert get("kuberay_service_target_capacity_percent", pending) == 100
