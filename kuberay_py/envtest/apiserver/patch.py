@@ -1,6 +1,8 @@
 """JSON merge patch, JSON patch and strategic merge patch.
 
-JSON patch is RFC 6902 via the ``jsonpatch`` library. Strategic merge patch follows
+JSON patch is RFC 6902 via the ``jsonpatch`` library, with one deviation kube-apiserver has too:
+it uses ``gopkg.in/evanphx/json-patch.v4``, whose ``replace`` of a missing key in an object adds the
+key instead of failing (evanphx/json-patch#204; only v5 follows the RFC). Strategic merge patch follows
 ``k8s.io/apimachinery/pkg/util/strategicpatch`` for the lists controllers actually patch:
 lists of objects with a ``patchMergeKey`` merge element by element, ``finalizers`` merge as a set,
 every other list is replaced. The directives ``$patch: replace|delete|merge``,
@@ -9,6 +11,7 @@ every other list is replaced. The directives ``$patch: replace|delete|merge``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import jsonpatch
@@ -38,8 +41,9 @@ def apply_json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
     if not all(isinstance(op, dict) for op in ops):
         raise StatusError.bad_request("json: cannot unmarshal into Go value of type jsonpatch.Operation")
     try:
-        patch = jsonpatch.JsonPatch(ops)
-        out = patch.apply(target)
+        out: Any = clone(target)
+        for op in ops:
+            out = jsonpatch.JsonPatch([_replace_as_add_when_missing(out, op)]).apply(out, in_place=True)
     except jsonpatch.InvalidJsonPatch as e:
         # evanphx/json-patch decodes any list of objects; a bad operation fails when applied (422)
         raise StatusError.unprocessable(str(e)) from None
@@ -55,6 +59,19 @@ def apply_json_patch(target: dict[str, Any], ops: Any) -> dict[str, Any]:
     if not isinstance(out, dict):
         raise StatusError.unprocessable("the patch replaced the whole object with a non-object")
     return out
+
+
+def _replace_as_add_when_missing(doc: Any, op: dict[str, Any]) -> dict[str, Any]:
+    """evanphx/json-patch v4 (kube-apiserver's) treats ``replace`` of an absent object key as ``add``."""
+    if op.get("op") != "replace" or not isinstance(op.get("path"), str):
+        return op
+    try:
+        parent, key = jsonpatch.JsonPointer(op["path"]).to_last(doc)
+    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException, KeyError, IndexError, TypeError):
+        return op
+    if isinstance(parent, dict) and key not in parent:
+        return {**op, "op": "add"}
+    return op
 
 
 # (field name, parent field name or "*") -> merge key.  Taken from the Kubernetes API's
@@ -153,7 +170,7 @@ def _merge_list(cur: Any, patch: list[Any], field: str, context: str) -> list[An
         for item in patch:
             if item not in out:
                 out.append(clone(item))
-        return out
+        return _kube_order(out, patch, current, lambda x: x)
     if key is None or not all(isinstance(x, dict) for x in patch):
         # A `$patch: replace` marker in a list means "replace"; plain lists are atomic anyway.
         return [clone(x) for x in patch if not (isinstance(x, dict) and x.get("$patch") == "replace")]
@@ -172,4 +189,43 @@ def _merge_list(cur: Any, patch: list[Any], field: str, context: str) -> list[An
             out.append(_merge_map({}, item, field))
         else:
             out[idx] = _merge_map(out[idx], item, field)
+    kept = [x for x in patch if x.get("$patch") != "delete"]
+    server = [x for x in current if isinstance(x, dict)]
+    return _kube_order(out, kept, server, lambda x: x.get(key) if isinstance(x, dict) else x)
+
+
+def _kube_order(
+    merged: list[Any], patch: list[Any], server: list[Any], ident: Callable[[Any], Any]
+) -> list[Any]:
+    """Order a merged list as strategicpatch's ``normalizeElementOrder`` does.
+
+    Patched items keep the patch's order, server-only items the live order; the two are interleaved
+    by their live positions, and a patched item the live list did not have goes *before* the
+    server-only item it meets (``mergeSortedSlice``): merging ``[b]`` into ``[a]`` gives ``[b, a]``.
+    """
+    patch_ids = [ident(x) for x in patch]
+    server_ids = [ident(x) for x in server]
+
+    def at(ids: list[Any], item: Any) -> int:
+        return ids.index(ident(item)) if ident(item) in ids else -1
+
+    patched = sorted((x for x in merged if ident(x) in patch_ids), key=lambda x: at(patch_ids, x))
+    server_only = sorted((x for x in merged if ident(x) not in patch_ids), key=lambda x: at(server_ids, x))
+    out: list[Any] = []
+    i = j = 0
+    while i < len(server_only) or j < len(patched):
+        if j >= len(patched):
+            out.append(server_only[i])
+            i += 1
+        elif i >= len(server_only):
+            out.append(patched[j])
+            j += 1
+        else:
+            li, ri = at(server_ids, server_only[i]), at(server_ids, patched[j])
+            if li >= 0 and ri >= 0 and li < ri:
+                out.append(server_only[i])
+                i += 1
+            else:
+                out.append(patched[j])
+                j += 1
     return out

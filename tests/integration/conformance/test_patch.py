@@ -69,7 +69,11 @@ async def test_strategic_merge_uses_list_merge_keys(core: k.CoreV1Api, namespace
         "status": {"conditions": [{"type": "Ready", "status": "True"}]},
     }
     out = await core.patch_namespaced_pod("smp", namespace, patch, _content_type=SMP)
-    assert out.metadata.finalizers == ["example.com/a", "example.com/b"]
+    # finalizers is a merge list (patchStrategy=merge); strategicpatch's mergeSortedSlice puts a
+    # patched item the live list lacks before the live-only items: [a] + [b] -> [b, a]
+    assert out.metadata.finalizers == ["example.com/b", "example.com/a"]
+    # status sent through the main resource is dropped (podStrategy.PrepareForUpdate keeps old status)
+    assert not any(c.type == "Ready" and c.status == "True" for c in (out.status.conditions or []))
     # container image is mutable: patching one container by name leaves the other alone
     out = await core.patch_namespaced_pod(
         "smp",

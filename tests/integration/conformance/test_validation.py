@@ -127,15 +127,15 @@ async def test_unknown_resource_is_not_found(k8s: Client, namespace: str) -> Non
 
 async def test_patch_that_does_not_apply(k8s: Client, namespace: str) -> None:
     await k8s.create(r.CONFIGMAPS, configmap("np", {"a": "1"}), namespace)
-    with pytest.raises(ApiError) as e:
-        await k8s.patch(
-            r.CONFIGMAPS,
-            "np",
-            [{"op": "replace", "path": "/data/zzz", "value": "1"}],
-            namespace,
-            patch_type="json",
-        )
-    assert (e.value.status, e.value.reason) == (422, "Invalid")
+    # kube-apiserver applies JSON patch with evanphx/json-patch v4: an operation on an absent key or
+    # path fails as 422 Invalid (patch.go: NewGenericServerResponse(422, ...))
+    for ops in (
+        [{"op": "remove", "path": "/data/zzz"}],
+        [{"op": "replace", "path": "/nothere/zzz", "value": "1"}],
+    ):
+        with pytest.raises(ApiError) as e:
+            await k8s.patch(r.CONFIGMAPS, "np", ops, namespace, patch_type="json")
+        assert (e.value.status, e.value.reason) == (422, "Invalid"), ops
     with pytest.raises(ApiError) as e:
         await k8s.request(
             "PATCH",
@@ -145,6 +145,15 @@ async def test_patch_that_does_not_apply(k8s: Client, namespace: str) -> None:
         )
     assert (e.value.status, e.value.reason) == (400, "BadRequest")
     assert (await k8s.get(r.CONFIGMAPS, "np", namespace))["data"] == {"a": "1"}
+    # ...but v4's `replace` of an absent key in an existing object adds it (evanphx/json-patch#204)
+    out = await k8s.patch(
+        r.CONFIGMAPS,
+        "np",
+        [{"op": "replace", "path": "/data/zzz", "value": "1"}],
+        namespace,
+        patch_type="json",
+    )
+    assert out["data"] == {"a": "1", "zzz": "1"}
 
 
 async def test_dry_run_does_not_persist(k8s: Client, namespace: str) -> None:

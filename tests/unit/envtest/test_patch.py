@@ -73,7 +73,8 @@ def test_smp_merges_containers_ports_env_by_key() -> None:
         },
     )
     a = out["spec"]["containers"][0]
-    assert [p["containerPort"] for p in a["ports"]] == [80, 81]
+    # strategicpatch's mergeSortedSlice: a patched item the live list lacks precedes live-only ones
+    assert [p["containerPort"] for p in a["ports"]] == [81, 80]
     assert a["env"] == [{"name": "X", "value": "2"}, {"name": "Y"}]
     assert out["spec"]["containers"][1] == {"name": "b", "image": "j"}
 
@@ -91,8 +92,8 @@ def test_smp_directives() -> None:
     )
     assert [c["name"] for c in out["spec"]["containers"]] == ["a"]
     assert out["spec"]["volumes"] == [{"name": "v2"}]
-    assert [o["uid"] for o in out["metadata"]["ownerReferences"]] == ["u1", "u2"]
-    assert out["metadata"]["finalizers"] == ["f1", "f2"]
+    assert [o["uid"] for o in out["metadata"]["ownerReferences"]] == ["u2", "u1"]
+    assert out["metadata"]["finalizers"] == ["f2", "f1"]
     out = apply_strategic_merge_patch(pod_spec(), {"spec": {"$patch": "replace", "containers": []}})
     assert out["spec"] == {"containers": []}
     out = apply_strategic_merge_patch({"spec": {"a": 1, "b": 2}}, {"spec": {"$retainKeys": ["b"], "b": 3}})
