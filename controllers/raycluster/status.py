@@ -26,11 +26,11 @@ from controllers.common.pods import is_running_and_ready
 from controllers.raycluster import common
 from controllers.raycluster.quantity import Format, QuantityError, format_quantity, parse_with_format
 
-__all__ = ["compute_status", "status_differs"]
+__all__ = ["SIGNIFICANT_FIELDS", "compute_status", "status_differs"]
 
-# Fields whose change is worth a status write (KubeRay's InconsistentRayClusterStatus plus
-# observedGeneration and the desired resources, so `kubectl get` never shows a stale spec).
-_COMPARED = (
+# The fields KubeRay's InconsistentRayClusterStatus compares: what a user reads of a cluster's
+# state, and what a RayJob mirrors into its own status.rayClusterStatus.
+SIGNIFICANT_FIELDS = (
     "state",
     "reason",
     "readyWorkerReplicas",
@@ -41,6 +41,11 @@ _COMPARED = (
     "endpoints",
     "head",
     "conditions",
+)
+# Fields whose change is worth a status write: those plus observedGeneration and the desired
+# resources, so `kubectl get` never shows a stale spec.
+_COMPARED = (
+    *SIGNIFICANT_FIELDS,
     "observedGeneration",
     "desiredCPU",
     "desiredMemory",

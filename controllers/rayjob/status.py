@@ -12,6 +12,7 @@ import copy
 from typing import Any
 
 from controllers import constants as C
+from controllers.raycluster.status import SIGNIFICANT_FIELDS
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.metrics import observe_transition
 from kuberay_py.client import Conflict, NotFound
@@ -19,18 +20,7 @@ from kuberay_py.objects import Obj
 
 __all__ = ["SIGNIFICANT_CLUSTER_FIELDS", "apply_transition_rules", "status_differs", "write_status"]
 
-SIGNIFICANT_CLUSTER_FIELDS = (
-    "state",
-    "reason",
-    "readyWorkerReplicas",
-    "availableWorkerReplicas",
-    "desiredWorkerReplicas",
-    "minWorkerReplicas",
-    "maxWorkerReplicas",
-    "endpoints",
-    "head",
-    "conditions",
-)
+SIGNIFICANT_CLUSTER_FIELDS = SIGNIFICANT_FIELDS  # the RayCluster status a RayJob mirrors
 TERMINAL = ("Complete", "Failed")
 _NOT_RETRIED = ("DeadlineExceeded", "JobStatusCheckTimeoutExceeded")
 
