@@ -15,6 +15,7 @@ from typing import Any
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from controllers import constants as C
 from kuberay_py.clock import parse_rfc3339
 from kuberay_py.metrics import registry
 
@@ -31,14 +32,11 @@ def _condition(obj: dict[str, Any], type_: str) -> dict[str, Any] | None:
 
 
 def _owner_kind(obj: dict[str, Any]) -> str:
+    # KubeRay's value: the ray.io/originated-from-crd label as is, "None" without one (owner
+    # references are not read), so KubeRay's dashboards group our clusters the same way.
     labels = (obj.get("metadata") or {}).get("labels") or {}
-    origin = labels.get("ray.io/originated-from-crd")
-    if origin in ("RayService", "RayJob"):
-        return str(origin)
-    for ref in (obj.get("metadata") or {}).get("ownerReferences") or []:
-        if ref.get("controller") and ref.get("kind") in ("RayService", "RayJob"):
-            return str(ref["kind"])
-    return "None"
+    origin = labels.get(C.RAY_ORIGINATED_FROM_CRD_LABEL_KEY)
+    return "None" if origin is None else str(origin)
 
 
 def _ids(obj: dict[str, Any]) -> list[str]:

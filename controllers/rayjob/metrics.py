@@ -3,7 +3,8 @@
 ``kuberay_job_execution_duration_seconds`` is set on the pass that takes a RayJob from a live
 state to Complete, Failed or Retrying (value: now − ``startTime``; ``retry_count``: ``failed``
 before that pass) and removed with the RayJob. ``kuberay_job_info`` and
-``kuberay_job_deployment_status`` are computed from the cache at scrape time (no API request).
+``kuberay_job_deployment_status`` are computed from the cache at scrape time (no API request), with
+KubeRay's names and labels.
 """
 
 from __future__ import annotations
@@ -69,7 +70,9 @@ class _JobCollector(Collector):
             meta = job.get("metadata") or {}
             labels = [str(meta.get("name", "")), str(meta.get("namespace", "")), str(meta.get("uid", ""))]
             info.add_metric(labels, 1)
-            status = str((job.get("status") or {}).get("jobDeploymentStatus") or "New")
+            # KubeRay's label is the field as is: empty for a new RayJob (Prometheus then stores
+            # the series without a deployment_status label).
+            status = str((job.get("status") or {}).get("jobDeploymentStatus") or "")
             state.add_metric([*labels, status], 1)
         yield info
         yield state

@@ -119,3 +119,39 @@ def test_cluster_shares_outside_an_incremental_upgrade() -> None:
     assert get("kuberay_service_traffic_routed_percent", pending) == 0
     assert get("kuberay_service_target_capacity_percent", active) == 100
     assert get("kuberay_service_target_capacity_percent", pending) == 100
+
+
+def test_owner_kind_is_the_originated_from_crd_label_as_kuberay_reads_it() -> None:
+    # KubeRay takes the label's value as is and never reads owner references.
+    owned = _cluster("c", True)
+    owned["metadata"]["ownerReferences"] = [{"kind": "RayService", "name": "rs", "controller": True}]
+    cron = _cluster("d", True, "RayCronJob")
+    text = _scrape([owned, cron], [])
+    assert 'kuberay_cluster_info{name="c",namespace="ns",owner_kind="None",uid="uid-c"} 1.0' in text
+    assert 'kuberay_cluster_info{name="d",namespace="ns",owner_kind="RayCronJob",uid="uid-d"} 1.0' in text
+
+
+def test_job_series_carry_the_deployment_status_as_kuberay_does() -> None:
+    from controllers.rayjob.metrics import register_job_metrics
+    from kuberay_py.metrics import registry
+
+    jobs = [
+        {"metadata": {"name": "new", "namespace": "ns", "uid": "u1"}},
+        {
+            "metadata": {"name": "run", "namespace": "ns", "uid": "u2"},
+            "status": {"jobDeploymentStatus": "Running"},
+        },
+    ]
+    unregister = register_job_metrics(lambda: jobs)
+    try:
+        get = registry.get_sample_value
+        assert get("kuberay_job_info", {"name": "new", "namespace": "ns", "uid": "u1"}) == 1
+        # A new RayJob has no status yet: KubeRay's label value is empty, not "New".
+        new = {"name": "new", "namespace": "ns", "uid": "u1", "deployment_status": ""}
+        assert get("kuberay_job_deployment_status", new) == 1
+        run = {"name": "run", "namespace": "ns", "uid": "u2", "deployment_status": "Running"}
+        assert get("kuberay_job_deployment_status", run) == 1
+    finally:
+        unregister()
+    gone = registry.get_sample_value("kuberay_job_info", {"name": "new", "namespace": "ns", "uid": "u1"})
+    assert gone is None
