@@ -1,8 +1,9 @@
-"""A real Prometheus scrapes the demo operator; every dashboard and alert query runs against it.
+"""A real Prometheus scrapes the demo operator as the shipped ServiceMonitor would (target labels,
+honor_labels) and evaluates the shipped rules; every dashboard and alert query runs against it.
 
+Twice: the demo itself (leader election on, as a Deployment runs it) and ``demo --no-operator``
+with ``run --enable-leader-election=false``, where no replica exports leader_election_* at all.
 Debian's ``prometheus`` package (installed by ``.ci/run``) provides ``prometheus`` and ``promtool``.
-Everything listens on 127.0.0.1 only. Waiting is done by polling Prometheus' own API for scrapes
-that happened, never by sleeping for a fixed time.
 """
 
 from __future__ import annotations
@@ -10,9 +11,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import socket
 import subprocess
-import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,11 +20,28 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.integration.cli.procs import LOOPBACK, Proc, poll
+from tests.integration.cli.procs import LOOPBACK, Proc
+from tests.prometheus_harness import (
+    Prometheus,
+    alert_rules,
+    dashboard_targets,
+    has_data,
+    operator_job,
+    panel_data,
+    resolve_variables,
+    rule_groups,
+    running_prometheus,
+    service_monitor_scrape_config,
+    wait_for_operator_to_report_ready,
+    wait_for_rules_to_see_now,
+    wait_for_scrapes,
+)
+from tests.promql import selectors
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "config" / "grafana" / "kuberay-operator-dashboard.json"
-RULES = ROOT / "config" / "prometheus" / "rules.yaml"
+# A Pod name as the Deployment's ReplicaSet would give it (the ServiceMonitor's `pod` label).
+OPERATOR_POD = "kuberay-operator-5d8f7c9b4-x2x7q"
 
 pytestmark = [
     pytest.mark.prometheus,
@@ -36,102 +52,31 @@ pytestmark = [
 ]
 
 
+def dashboard() -> dict[str, Any]:
+    return dict(json.loads(DASHBOARD.read_text()))
+
+
 def panel_queries() -> list[tuple[str, str]]:
-    """(panel title, PromQL) for every target of every panel, rows included."""
-
-    def walk(panels: list[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-        for panel in panels:
-            yield panel
-            yield from walk(panel.get("panels") or [])
-
-    dashboard = json.loads(DASHBOARD.read_text())
-    return [
-        (panel.get("title", "?"), target["expr"])
-        for panel in walk(dashboard["panels"])
-        for target in panel.get("targets") or []
-        if target.get("expr")
-    ]
-
-
-def rule_groups() -> list[dict[str, Any]]:
-    rule = yaml.safe_load(RULES.read_text())
-    assert rule["kind"] == "PrometheusRule"
-    groups: list[dict[str, Any]] = rule["spec"]["groups"]
-    return groups
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-class Prometheus:
-    def __init__(self, url: str) -> None:
-        self.url = url
-
-    def query(self, promql: str) -> dict[str, Any]:
-        q = urllib.parse.urlencode({"query": promql})
-        try:
-            with urllib.request.urlopen(f"{self.url}/api/v1/query?{q}", timeout=10) as resp:
-                return dict(json.loads(resp.read()))
-        except urllib.error.HTTPError as err:
-            body = err.read()
-            try:  # 400/422 carry the parse error as JSON
-                return dict(json.loads(body))
-            except ValueError:
-                # While its TSDB starts, Prometheus answers a plain-text 503 "Service Unavailable":
-                # not ready yet, which the start-up poll treats like a refused connection.
-                raise ConnectionError(f"prometheus answered {err.code}: {body[:200]!r}") from err
-
-    def value(self, promql: str) -> float | None:
-        result = self.query(promql).get("data", {}).get("result") or []
-        return float(result[0]["value"][1]) if result else None
+    """(panel title, PromQL with Grafana's variables left in) for every target of every panel."""
+    return [(title, target["expr"]) for title, target in dashboard_targets(dashboard())]
 
 
 @pytest.fixture(scope="module")
 def scraped_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
     tmp = tmp_path_factory.mktemp("prometheus")
     demo = Proc("demo", *LOOPBACK)
-    prom: subprocess.Popen[bytes] | None = None
     try:
         line = demo.wait_for(lambda s: s.startswith("operator running; metrics: "), timeout=120)
         target = line.rsplit("http://", 1)[1]
-        # Let the samples become ready so the Serve/readiness series have values to show.
-        demo.wait_for(lambda s: s == "all objects are ready", timeout=240)
-        config = {
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "scrape_configs": [{"job_name": "kuberay-operator", "static_configs": [{"targets": [target]}]}],
-        }
-        (tmp / "prometheus.yml").write_text(yaml.safe_dump(config))
-        port = _free_port()
-        prom = subprocess.Popen(
-            [
-                "prometheus",
-                f"--config.file={tmp / 'prometheus.yml'}",
-                f"--storage.tsdb.path={tmp / 'data'}",
-                f"--web.listen-address=127.0.0.1:{port}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=(tmp / "prometheus.log").open("wb"),
-        )
-        api = Prometheus(f"http://127.0.0.1:{port}")
-
-        def scraped_enough() -> bool:
-            assert prom is not None and prom.poll() is None, (tmp / "prometheus.log").read_text()[-3000:]
-            try:
-                up = api.value('up{job="kuberay-operator"}')
-                samples = api.value('count_over_time(up{job="kuberay-operator"}[5m])')
-            except OSError:
-                return False
-            return up == 1 and samples is not None and samples >= 4  # rate() needs two in its window
-
-        poll(scraped_enough, timeout=120, what="Prometheus to scrape the operator a few times")
-        yield api
+        # Scraping from the start, so the reconciles that make the samples ready fall inside the
+        # panels' rate windows; the samples' readiness gives the Serve series values to show.
+        with running_prometheus(tmp, [service_monitor_scrape_config(target, pod=OPERATOR_POD)]) as api:
+            demo.wait_for(lambda s: s == "all objects are ready", timeout=240)
+            wait_for_scrapes(api, operator_job()[0])
+            wait_for_operator_to_report_ready(api)
+            wait_for_rules_to_see_now(api, operator_job()[0])
+            yield api
     finally:
-        if prom is not None:
-            prom.terminate()
-            prom.wait(30)
         demo.signal(2)
         try:
             demo.wait(60)
@@ -139,32 +84,88 @@ def scraped_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheu
             demo.kill()
 
 
+@pytest.fixture(scope="module")
+def scraped_without_leader_election(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+    tmp = tmp_path_factory.mktemp("prometheus-no-election")
+    kubeconfig = tmp / "kubeconfig"
+    demo = Proc("demo", "--no-operator", "--kubeconfig-out", str(kubeconfig))
+    op: Proc | None = None
+    try:
+        demo.wait_for(lambda s: s.startswith("embedded cluster only (--no-operator)"), timeout=120)
+        op = Proc("run", "--kubeconfig", str(kubeconfig), *LOOPBACK, "--enable-leader-election=false")
+        target = op.json_log("serving", server="metrics", timeout=120)["url"].split("://", 1)[1]
+        with running_prometheus(tmp, [service_monitor_scrape_config(target, pod=OPERATOR_POD)]) as api:
+            demo.wait_for(lambda s: s == "all objects are ready", timeout=240)
+            wait_for_scrapes(api, operator_job()[0])
+            wait_for_operator_to_report_ready(api)
+            wait_for_rules_to_see_now(api, operator_job()[0])
+            yield api
+    finally:
+        if op is not None:
+            op.signal(2)
+            try:
+                op.wait(60)
+            finally:
+                op.kill()
+        demo.kill()
+
+
 @pytest.mark.parametrize(("title", "expr"), panel_queries(), ids=[t for t, _ in panel_queries()])
-def test_every_dashboard_query_parses_and_returns_a_series(
-    scraped_demo: Prometheus, title: str, expr: str
-) -> None:
-    answer = scraped_demo.query(expr)
-    assert answer["status"] == "success", f"{title}: {expr}: {answer.get('error')}"
-    assert answer["data"]["result"], f"panel {title!r} shows no data: {expr}"
+def test_every_dashboard_query_returns_data(scraped_demo: Prometheus, title: str, expr: str) -> None:
+    board = dashboard()
+    variables = resolve_variables(board, scraped_demo)
+    [target] = [t for name, t in dashboard_targets(board) if name == title and t["expr"] == expr][:1]
+    query = variables.interpolate(expr)
+    answer = panel_data(scraped_demo, query, target, board)
+    assert answer["status"] == "success", f"{title}: {query}: {answer.get('error')}"
+    assert has_data(answer), f"panel {title!r} shows no data: {query}"
 
 
-@pytest.mark.parametrize(
-    "rule", [r for g in rule_groups() for r in g["rules"]], ids=lambda r: r.get("alert") or r.get("record")
-)
+def test_dashboard_variables_select_the_shipped_install(scraped_demo: Prometheus) -> None:
+    # The job/namespace variables list the operator's scrape job and namespace, and their saved
+    # values are the shipped install's, so the dashboard opens on it without a choice.
+    board = dashboard()
+    variables = resolve_variables(board, scraped_demo)
+    job, namespace = operator_job()
+    assert variables.options["job"] == [job]
+    assert variables.options["namespace"] == [namespace]
+    saved = {v["name"]: v["current"]["value"] for v in board["templating"]["list"] if v["type"] == "query"}
+    assert saved == {"job": job, "namespace": namespace}
+
+
+@pytest.mark.parametrize("rule", alert_rules(), ids=lambda r: r["alert"])
 def test_every_alert_expression_parses(scraped_demo: Prometheus, rule: dict[str, Any]) -> None:
     answer = scraped_demo.query(rule["expr"])
     assert answer["status"] == "success", f"{rule['alert']}: {answer.get('error')}"
 
 
-def test_healthy_demo_fires_no_alert_condition(scraped_demo: Prometheus) -> None:
-    # Everything in the demo is healthy and leading: no alert expression holds right now.
-    firing = {
-        rule["alert"]: result
-        for group in rule_groups()
-        for rule in group["rules"]
-        if (result := scraped_demo.query(rule["expr"])["data"]["result"])
+def _not_inactive(api: Prometheus) -> dict[str, Any]:
+    rules = api.alerting_rules()
+    assert {r["name"] for r in rules} == {r["alert"] for r in alert_rules()}
+    return {
+        r["name"]: (r["state"], r["health"], r.get("lastError"))
+        for r in rules
+        if r["state"] != "inactive" or r["health"] != "ok"
     }
-    assert not firing, firing
+
+
+def test_healthy_demo_has_no_pending_or_firing_alert(scraped_demo: Prometheus) -> None:
+    # Everything in the demo is healthy and leading: no alert condition holds (a pending alert is
+    # one whose expression holds, waiting out its `for`), and the rules' scope sees the operator.
+    assert _not_inactive(scraped_demo) == {}
+    job, _ = operator_job()
+    assert scraped_demo.value("max(kuberay_operator:up)") == 1
+    assert scraped_demo.value(f'max(leader_election_master_status{{job="{job}"}})') == 1
+
+
+def test_leader_election_off_has_no_pending_or_firing_alert(
+    scraped_without_leader_election: Prometheus,
+) -> None:
+    api = scraped_without_leader_election
+    job, _ = operator_job()
+    assert api.query(f'leader_election_master_status{{job="{job}"}}')["data"]["result"] == []
+    assert api.value("max(kuberay_operator:up)") == 1
+    assert _not_inactive(api) == {}
 
 
 def test_demo_exports_the_metrics_the_dashboard_names(scraped_demo: Prometheus) -> None:
@@ -173,10 +174,23 @@ def test_demo_exports_the_metrics_the_dashboard_names(scraped_demo: Prometheus) 
         "kuberay_serve_endpoints",
         "kuberay_cluster_info",
         "kuberay_service_condition_ready",
+        "kuberay_job_info",
+        "kuberay_job_execution_duration_seconds",
         "leader_election_master_status",
     ):
         assert scraped_demo.query(name)["data"]["result"], name
     assert scraped_demo.value("min(kuberay_head_proxy_healthy)") == 1
+
+
+def test_object_series_keep_their_own_namespace(scraped_demo: Prometheus) -> None:
+    # honorLabels: the demo's objects live in `default`; the operator's own series get the
+    # target's namespace. Without it the objects' namespace would move to exported_namespace.
+    _, namespace = operator_job()
+    assert scraped_demo.label_values("namespace", "kuberay_cluster_info", seconds=600) == ["default"]
+    assert scraped_demo.label_values("namespace", "controller_runtime_active_workers", seconds=600) == [
+        namespace
+    ]
+    assert scraped_demo.label_values("exported_namespace", None, seconds=600) == []
 
 
 def test_promtool_check_rules_passes(tmp_path: Path) -> None:
@@ -199,54 +213,32 @@ def test_promtool_rejects_a_broken_rule(tmp_path: Path) -> None:
     assert done.returncode != 0
 
 
-_NOT_METRICS = {
-    "and",
-    "or",
-    "unless",
-    "bool",
-    "offset",
-    "by",
-    "without",
-    "on",
-    "ignoring",
-    "group_left",
-    "group_right",
-    "inf",
-    "nan",
-}
-
-
-def metric_names(expr: str) -> set[str]:
-    """The metric names a PromQL expression reads (functions, keywords, labels and strings removed)."""
-    text = re.sub(r'"(?:[^"\\]|\\.)*"', "", expr)  # string literals
-    text = re.sub(r"\{[^}]*\}", "", text)  # label matchers
-    text = re.sub(r"\[[^\]]*\]", "", text)  # range selectors
-    text = re.sub(r"\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)", "", text)
-    names = set()
-    for match in re.finditer(r"(?<![\w$.])([a-zA-Z_:][a-zA-Z0-9_:]*)\b(\s*\()?", text):
-        name, call = match.group(1), match.group(2)
-        if not call and name.lower() not in _NOT_METRICS:
-            names.add(name)
-    return names
-
-
-def test_metric_name_extraction() -> None:
-    assert metric_names(
-        "sum by (name) (workqueue_depth) > 10 and sum by (name) (deriv(workqueue_depth[15m])) > 0"
-    ) == {"workqueue_depth"}
-    assert metric_names(
-        'max by (namespace, name) (kuberay_service_condition_ready{condition="false"}) == 1'
-    ) == {"kuberay_service_condition_ready"}
-    assert metric_names("count(kuberay_head_proxy_healthy == 0) or vector(0)") == {
-        "kuberay_head_proxy_healthy"
-    }
-
-
 def test_every_metric_a_query_names_is_exported(scraped_demo: Prometheus) -> None:
     # A misspelt name still parses, and `... or vector(0)` or an alert would just stay silent:
-    # so each name read by a panel or an alert must be one the operator really exports.
-    with urllib.request.urlopen(f"{scraped_demo.url}/api/v1/label/__name__/values", timeout=10) as resp:
-        exported = set(json.loads(resp.read())["data"])
+    # so each name read by a panel or an alert must be one the operator really exports (or the
+    # rules record).
+    exported = scraped_demo.metric_names()
     exprs = [e for _, e in panel_queries()] + [r["expr"] for g in rule_groups() for r in g["rules"]]
-    missing = {name: e for e in exprs for name in metric_names(e) if name not in exported}
+    missing = {s.name: e for e in exprs for s in selectors(e) if s.name not in exported}
     assert not missing, missing
+
+
+def readme_metric_names() -> set[str]:
+    """The backticked names in the README's "Metrics" section, label lists dropped."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("\n## Metrics\n", 1)[1].split("\n## ", 1)[0]
+    table = "\n".join(line for line in section.splitlines() if line.startswith("|"))
+    # Metric names have an underscore; label names in the prose (`name`, `controller`) mostly do not.
+    return {m.group(1) for m in re.finditer(r"`([a-z]+_[a-z_:*]*)(?:\{[^}`]*\})?`", table)}
+
+
+def test_readme_metrics_table_matches_what_the_operator_serves(scraped_demo: Prometheus) -> None:
+    # Families come from the exposition's TYPE lines, so a labelled family with no series yet counts.
+    job, _ = operator_job()
+    [target] = [t for t in scraped_demo.targets() if t["labels"]["job"] == job]
+    with urllib.request.urlopen(target["scrapeUrl"], timeout=10) as resp:
+        families = set(re.findall(r"^# TYPE (\S+) ", resp.read().decode(), re.MULTILINE))
+    documented = readme_metric_names()
+    prefixes = tuple(n[:-1] for n in documented if n.endswith("*"))
+    assert {f for f in families if not f.startswith(prefixes)} == {n for n in documented if "*" not in n}
+    assert all(any(f.startswith(p) for f in families) for p in prefixes), prefixes
