@@ -32,8 +32,8 @@ LOOPBACK = ["--metrics-addr", "127.0.0.1:0", "--health-probe-bind-address", "127
 class Proc:
     """A started ``kuberay-operator`` with its output collected line by line."""
 
-    def __init__(self, *args: str, cwd: Path | None = None) -> None:
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
+    def __init__(self, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+        env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
         self.argv = [str(OPERATOR), *args]
         self.popen = subprocess.Popen(
             self.argv,
@@ -192,4 +192,11 @@ def kube_patch(kubeconfig: Path, path: str, patch: list[dict[str, Any]]) -> dict
         method="PATCH",
         body=json.dumps(patch).encode(),
         content_type="application/json-patch+json",
+    )
+
+
+def kube_create(kubeconfig: Path, path: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A POST of ``body`` to the collection ``path`` (as `kubectl create -f`)."""
+    return _kube_request(
+        kubeconfig, path, method="POST", body=json.dumps(body).encode(), content_type="application/json"
     )
