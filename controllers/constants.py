@@ -200,8 +200,6 @@ RAY_SERVE_PROXY_HEALTH_PATH: Final = "-/healthz"
 RAY_UNIFIED_HEALTH_PATH: Final = "/api/healthz"
 # Format with (timeout_seconds, port, path).
 BASE_WGET_HEALTH_COMMAND: Final = "wget --tries 1 -T {} -q -O- http://localhost:{}/{} | grep success"
-# Ray versions from this one answer /api/healthz on the dashboard agent (KubeRay #4448).
-UNIFIED_HEALTH_CHECK_MIN_RAY_VERSION: Final = (2, 53, 0)
 
 # --------------------------------------------------------------------------------------------
 # RayCluster status: states, condition types and reasons

@@ -33,6 +33,7 @@ from controllers.api.rayjob import (
 )
 from controllers.api.spec_validation import is_autoscaling_enabled, validate_raycluster_spec
 from controllers.api.validation import errors_from_pydantic
+from controllers.common import ray_version
 
 __all__ = [
     "MAX_RAYCRONJOB_NAME_LENGTH",
@@ -203,14 +204,15 @@ class _SpecChecker:
                 self.add("entrypointResources", "entrypointResources must be a JSON object of numbers")
         version = spec.ray_cluster_spec.ray_version if spec.ray_cluster_spec else None
         if spec.metadata and version:
-            parts = version.strip().lstrip("v").split("-")[0].split(".")
             try:
-                numbers = tuple(int(p) for p in parts)
-            except ValueError:
-                self.add("rayClusterSpec.rayVersion", f"failed to parse Ray version: {version}")
+                supported = ray_version.supports_job_metadata(version)
+            except ray_version.RayVersionError as exc:
+                self.add("rayClusterSpec.rayVersion", f"failed to parse Ray version: {version}: {exc}")
             else:
-                if numbers < (2, 6, 0):
-                    self.add("metadata", "the Ray version must be at least 2.6.0 to use the metadata field")
+                if not supported:
+                    minimum = ray_version.JOB_METADATA
+                    message = f"the Ray version must be at least {minimum} to use the metadata field"
+                    self.add("metadata", message)
 
     def deletion(self) -> None:
         strategy = self.spec.deletion_strategy

@@ -13,6 +13,7 @@ from controllers.api.errors import FieldError
 from controllers.api.names import label_value_errors, qualified_name_errors
 from controllers.api.podtemplate import containers, pod_spec, ray_container
 from controllers.api.raycluster import RayClusterSpec, WorkerGroupSpec
+from controllers.common import ray_version
 
 __all__ = ["is_autoscaling_enabled", "is_autoscaling_v2_enabled", "validate_raycluster_spec"]
 
@@ -39,14 +40,6 @@ def is_autoscaling_v2_enabled(spec: RayClusterSpec) -> bool:
         return spec.autoscaler_options.version == "v2"
     head = ray_container(spec.head_group_spec.template if spec.head_group_spec else None)
     return _env_value(head, C.RAY_ENABLE_AUTOSCALER_V2) in ("1", "true")
-
-
-def _version_tuple(text: str) -> tuple[int, ...] | None:
-    parts = text.strip().lstrip("v").split("-")[0].split("+")[0].split(".")
-    try:
-        return tuple(int(p) for p in parts)
-    except ValueError:
-        return None
 
 
 class _Checker:
@@ -151,6 +144,7 @@ class _Checker:
                     "idleTimeoutSeconds is set, but autoscaler v2 is not enabled. Please set "
                     ".spec.autoscalerOptions.version to 'v2'",
                 )
+        self.worker_priority(rel, name, group.priority)
         if group.suspend and autoscaling:
             self.add(f"{rel}.suspend", f"worker group {name} cannot be suspended with Autoscaler enabled")
         if is_autoscaling_v2_enabled(self.spec):
@@ -161,6 +155,28 @@ class _Checker:
                     f"restartPolicy for worker group {name} should be Never or unset when using "
                     "autoscaler V2",
                 )
+
+    def worker_priority(self, rel: str, name: str, priority: int | None) -> None:
+        """``priority`` (Ray >= 2.56.0) steers autoscaler v2 only: KubeRay rejects it elsewhere."""
+        if not priority:
+            return
+        error = ray_version.requirement_error(
+            self.spec.ray_version, ray_version.WORKER_GROUP_PRIORITY, f"worker group {name}: priority is set,"
+        )
+        if error is not None:
+            self.add(f"{rel}.priority", error)
+            return
+        options = self.spec.autoscaler_options
+        head = ray_container(self.spec.head_group_spec.template if self.spec.head_group_spec else None)
+        v2 = (options is not None and options.version == "v2") or _env_value(
+            head, C.RAY_ENABLE_AUTOSCALER_V2
+        ) in ("1", "true")
+        if not v2:
+            self.add(
+                f"{rel}.priority",
+                f"worker group {name}: priority is set to {priority}, but autoscaler v2 is not enabled. "
+                "Priority is only supported with autoscaler v2 enabled",
+            )
 
     # ------------------------------------------------------------------------------- cluster-wide
 
@@ -262,30 +278,24 @@ class _Checker:
         if auth is None:
             return
         if auth.mode == "token":
-            version = _version_tuple(self.spec.ray_version or "")
-            if not self.spec.ray_version:
-                self.add(
-                    "rayVersion", "authOptions.mode is 'token' but rayVersion is not set (needs >= 2.52.0)"
+            error = ray_version.requirement_error(
+                self.spec.ray_version, ray_version.TOKEN_AUTH, "authOptions.mode is 'token'"
+            )
+            if error is not None:
+                self.add("rayVersion", error)
+            elif auth.enable_k8s_token_auth:
+                k8s_error = ray_version.requirement_error(
+                    self.spec.ray_version,
+                    ray_version.K8S_TOKEN_AUTH,
+                    "authOptions.enableK8sTokenAuth is enabled",
                 )
-            elif version is None:
+                if k8s_error is not None:
+                    self.add("authOptions.enableK8sTokenAuth", k8s_error)
+            if auth.enable_k8s_token_auth and auth.secret_name:
                 self.add(
-                    "rayVersion",
-                    f"authOptions.mode is 'token' but rayVersion {self.spec.ray_version!r} is invalid",
+                    "authOptions.secretName",
+                    "authOptions.enableK8sTokenAuth is enabled and authOptions.secretName is also set",
                 )
-            elif version < (2, 52, 0):
-                self.add(
-                    "rayVersion",
-                    "authOptions.mode is 'token' but minimum Ray version is 2.52.0, "
-                    f"got {self.spec.ray_version}",
-                )
-            if auth.enable_k8s_token_auth:
-                if version is not None and version < (2, 55, 0):
-                    self.add(
-                        "authOptions.enableK8sTokenAuth",
-                        f"needs Ray >= 2.55.0, got {self.spec.ray_version}",
-                    )
-                if auth.secret_name:
-                    self.add("authOptions.secretName", "cannot be set together with enableK8sTokenAuth")
         elif auth.enable_k8s_token_auth:
             self.add("authOptions.enableK8sTokenAuth", "is enabled but authOptions.mode is not 'token'")
 

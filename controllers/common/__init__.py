@@ -8,4 +8,5 @@ RayCluster, RayService and RayJob controllers all read the same rules from here.
 * :mod:`.events` -- the ``Recorder`` protocol and :func:`~.events.write_with_events`.
 * :mod:`.cache` -- the ``CacheReader`` protocol the reconcilers read through.
 * :mod:`.pods` -- the slimmed cached Pod's shape and the one Pod readiness rule.
+* :mod:`.ray_version` -- the one ``rayVersion`` parser and comparison every feature gate uses.
 """

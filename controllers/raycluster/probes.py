@@ -16,10 +16,10 @@ Timeout generation: KubeRay >= v1.4 (probe timeout 2 s worker / 5 s head, ``wget
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from controllers import constants as C
+from controllers.common import ray_version as rv
 from controllers.raycluster.common import find_container_port
 
 __all__ = ["inject_probes", "supports_unified_health_check", "wget_health_command"]
@@ -30,14 +30,8 @@ def wget_health_command(timeout: int, port: int, path: str) -> str:
 
 
 def supports_unified_health_check(ray_version: str | None) -> bool:
-    """True iff ``rayVersion`` parses as a version >= 2.53.0; empty or garbage means exec probes."""
-    if not ray_version:
-        return False
-    match = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:[-+.].*)?", ray_version.strip())
-    if not match:
-        return False
-    version = (int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
-    return version >= C.UNIFIED_HEALTH_CHECK_MIN_RAY_VERSION
+    """Ray >= 2.53.0 answers ``/api/healthz``; an unset or unparsable version keeps exec probes."""
+    return rv.at_least(ray_version, rv.UNIFIED_HEALTH_CHECK)
 
 
 def _port_param(params: dict[str, Any], key: str, default: int) -> int:
