@@ -35,6 +35,7 @@ __all__ = ["NodeFaults", "RayClusterSim"]
 log = get_logger("controllers.raysim")
 
 AUTH_HEADER = "x-ray-authorization"
+AUTH_COOKIE = "ray-authentication-token"
 DRAINING_MESSAGE = "This node is being drained."
 NO_ROUTES_MESSAGE = "Route table is not populated yet."
 NO_REPLICAS_MESSAGE = "No replicas are available yet."
@@ -260,14 +261,25 @@ class RayClusterSim:
 
     # -- HTTP: dashboard (head) -------------------------------------------------------------------
     def _dashboard_app(self, rt: _NodeRuntime) -> web.Application:
-        def authorized(request: web.Request) -> bool:
+        def auth_denied(request: web.Request) -> web.Response | None:
+            """Ray 2.60's token middleware: ``authorization``, then ``x-ray-authorization``, then
+            the dashboard cookie; 401 when none is sent, 403 when it is not ``Bearer <token>``."""
             token = rt.spec.auth_token
-            return not token or request.headers.get(AUTH_HEADER) == f"Bearer {token}"
+            if token is None:
+                return None
+            header = request.headers.get("authorization", "") or request.headers.get(AUTH_HEADER, "")
+            if not header and request.cookies.get(AUTH_COOKIE):
+                header = f"Bearer {request.cookies[AUTH_COOKIE]}"
+            if not header:
+                return web.Response(status=401, text="Unauthorized: Missing authentication token")
+            if not token or header != f"Bearer {token}":
+                return web.Response(status=403, text="Forbidden: Invalid authentication token")
+            return None
 
         async def gate(request: web.Request) -> web.Response | None:
             await rt.faults.wait_dashboard_answering()  # a hung dashboard: the client's timeout ends this
-            if not authorized(request):
-                return web.Response(status=401, text="Unauthorized: missing or invalid authentication token")
+            if (denied := auth_denied(request)) is not None:
+                return denied
             if rt.faults.dashboard_error:
                 return web.Response(status=500, text="Internal Server Error")
             return None

@@ -92,6 +92,18 @@ def _env(container: dict[str, Any], name: str) -> str | None:
     return None
 
 
+def token_secret_ref(pod: dict[str, Any]) -> tuple[str, str] | None:
+    """(Secret name, key) that the Pod's ``RAY_AUTH_TOKEN`` is read from, if it is a Secret ref."""
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for e in container.get("env") or []:
+            if e.get("name") != "RAY_AUTH_TOKEN":
+                continue
+            ref = (e.get("valueFrom") or {}).get("secretKeyRef") or {}
+            if ref.get("name") and ref.get("key"):
+                return str(ref["name"]), str(ref["key"])
+    return None
+
+
 def node_spec_for_pod(pod: dict[str, Any], default_token: str | None = None) -> RayNodeSpec | None:
     """The Ray node a Pod runs, or None when it is not a Ray Pod (no labels, or no ``ray start``)."""
     meta = pod.get("metadata") or {}
@@ -115,7 +127,9 @@ def node_spec_for_pod(pod: dict[str, Any], default_token: str | None = None) -> 
             num_cpus = _cpu_from_resources(container)
         token = None
         if (_env(container, "RAY_AUTH_MODE") or "").lower() == "token":
-            token = _env(container, "RAY_AUTH_TOKEN") or default_token
+            # Token auth with no token anywhere accepts nothing ("" matches no request), as a
+            # real head without its token would never serve a request.
+            token = _env(container, "RAY_AUTH_TOKEN") or default_token or ""
         return RayNodeSpec(
             namespace=meta.get("namespace", ""),
             cluster=cluster,

@@ -18,7 +18,7 @@ from typing import Any
 
 from controllers.raysim.apps import AppRegistry, default_registry
 from controllers.raysim.cluster import NodeFaults, RayClusterSim
-from controllers.raysim.node import node_spec_for_pod
+from controllers.raysim.node import node_spec_for_pod, token_secret_ref
 from controllers.raysim.serve_state import Timings
 from controllers.raysim.submitter import SIDECAR, is_submitter_pod, run_submitter, sidecar_submitter
 from kuberay_py.clock import Clock, RealClock
@@ -44,6 +44,9 @@ class RayPodRuntime:
         self.clusters: dict[tuple[str, str], RayClusterSim] = {}
         # (namespace, Service name) -> the Service's selector; lets submitters resolve custom names.
         self.service_selector: Callable[[str, str], Awaitable[dict[str, str] | None]] | None = None
+        # (namespace, Secret name, key) -> the decoded value: what the kubelet would put into a
+        # ``RAY_AUTH_TOKEN`` that reads a Secret, so a node requires the token its Secret holds.
+        self.secret_value: Callable[[str, str, str], Awaitable[str | None]] | None = None
         self.history: list[RayClusterSim] = []  # every cluster ever started (tests count submissions)
         self._pods: dict[str, tuple[tuple[str, str], str]] = {}  # pod uid -> (cluster key, node id)
         self._submitters: dict[str, asyncio.Task[int]] = {}  # pod uid -> the running script
@@ -66,7 +69,18 @@ class RayPodRuntime:
         cluster = self.clusters.get((ns, wanted))
         return cluster.head_ip() if cluster is not None else None
 
-    def _start_submitter(self, pod: dict[str, Any], ip: str, container: str | None) -> None:
+    async def _token(self, pod: dict[str, Any]) -> str | None:
+        """The token the Pod's ``RAY_AUTH_TOKEN`` Secret holds, else the runtime-wide one."""
+        ref = token_secret_ref(pod)
+        if ref is not None and self.secret_value is not None:
+            value = await self.secret_value((pod.get("metadata") or {}).get("namespace", ""), *ref)
+            if value is not None:
+                return value
+        return self.auth_token
+
+    def _start_submitter(
+        self, pod: dict[str, Any], ip: str, container: str | None, token: str | None
+    ) -> None:
         meta = pod.get("metadata") or {}
         namespace = meta.get("namespace", "")
         output = self.submitter_output.setdefault((namespace, meta.get("name", "")), [])
@@ -80,17 +94,18 @@ class RayPodRuntime:
                 pod,
                 clock=self.clock,
                 resolve=resolve,
-                auth_token=self.auth_token,
+                auth_token=token,
                 output=output,
                 container=container,
             )
         )
 
     async def start(self, pod: dict[str, Any], ip: str) -> None:
-        spec = node_spec_for_pod(pod, self.auth_token)
+        token = await self._token(pod)
+        spec = node_spec_for_pod(pod, token)
         if spec is None:
             if is_submitter_pod(pod):
-                self._start_submitter(pod, ip, None)
+                self._start_submitter(pod, ip, None, token)
             return
         key = (spec.namespace, spec.cluster)
         cluster = self.clusters.get(key)
@@ -103,7 +118,7 @@ class RayPodRuntime:
         node_id = await cluster.add_node(spec, ip)
         self._pods[spec.pod_uid] = (key, node_id)
         if spec.is_head and sidecar_submitter(pod):
-            self._start_submitter(pod, ip, SIDECAR)
+            self._start_submitter(pod, ip, SIDECAR, token)
 
     async def wait_exit(self, pod: dict[str, Any], ip: str) -> int | None:
         """The exit code once the Pod's process ends by itself; None for Pods that run until stopped."""

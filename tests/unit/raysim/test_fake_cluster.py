@@ -172,19 +172,49 @@ async def test_head_restart_loses_serve_state(
 
 
 async def test_token_auth_guards_the_serve_api_but_not_health() -> None:
+    """Ray 2.60's middleware: 401 with no token, 403 with a wrong one; either header works."""
     runtime = RayPodRuntime(clock=FakeClock(), timings=TIMINGS)
     env = [{"name": "RAY_AUTH_MODE", "value": "token"}, {"name": "RAY_AUTH_TOKEN", "value": "s3cret"}]
     ip = f"{BASE}.9"
     await runtime.start(ray_pod("h", "head", "1", cluster="auth", env=env), ip)
+    apps = f"http://{ip}:8265/api/serve/applications/"
     try:
         async with aiohttp.ClientSession() as http:
-            assert (await get(http, f"http://{ip}:8265/api/serve/applications/"))[0] == 401
-            ok = await get(
-                http,
-                f"http://{ip}:8265/api/serve/applications/",
-                headers={"x-ray-authorization": "Bearer s3cret"},
-            )
-            assert ok[0] == 200
+            assert await get(http, apps) == (401, "Unauthorized: Missing authentication token")
+            wrong = await get(http, apps, headers={"authorization": "Bearer nope"})
+            assert wrong == (403, "Forbidden: Invalid authentication token")
+            for header in ("authorization", "x-ray-authorization"):
+                assert (await get(http, apps, headers={header: "Bearer s3cret"}))[0] == 200
             assert await get(http, f"http://{ip}:8265/api/gcs_healthz") == (200, "success")
+    finally:
+        await runtime.close()
+
+
+async def test_token_auth_requires_the_token_its_secret_holds() -> None:
+    """A ``RAY_AUTH_TOKEN`` read from a Secret is the Secret's value, as the kubelet resolves it;
+    with token auth on and no token to be found, nothing is accepted."""
+    runtime = RayPodRuntime(clock=FakeClock(), timings=TIMINGS)
+    asked: list[tuple[str, str, str]] = []
+
+    async def secret_value(namespace: str, name: str, key: str) -> str | None:
+        asked.append((namespace, name, key))
+        return "from-secret" if name == "rc-token" else None
+
+    runtime.secret_value = secret_value
+    ref = {"secretKeyRef": {"name": "rc-token", "key": "auth_token"}}
+    env = [{"name": "RAY_AUTH_MODE", "value": "token"}, {"name": "RAY_AUTH_TOKEN", "valueFrom": ref}]
+    gone = {"secretKeyRef": {"name": "gone", "key": "k"}}
+    missing = [env[0], {"name": "RAY_AUTH_TOKEN", "valueFrom": gone}]
+    ip, other = f"{BASE}.10", f"{BASE}.11"
+    await runtime.start(ray_pod("h", "head", "1", cluster="sec", env=env), ip)
+    await runtime.start(ray_pod("h2", "head", "1", cluster="nosec", env=missing), other)
+    try:
+        async with aiohttp.ClientSession() as http:
+            apps = f"http://{ip}:8265/api/serve/applications/"
+            assert (await get(http, apps, headers={"authorization": "Bearer from-secret"}))[0] == 200
+            assert (await get(http, apps, headers={"authorization": "Bearer s3cret"}))[0] == 403
+            lost = f"http://{other}:8265/api/serve/applications/"
+            assert (await get(http, lost, headers={"authorization": "Bearer "}))[0] == 403
+        assert asked == [("ns", "rc-token", "auth_token"), ("ns", "gone", "k")]
     finally:
         await runtime.close()
