@@ -8,18 +8,26 @@ few options whose ``false`` is meaningful.
 
 from __future__ import annotations
 
-import shlex
+import re
+from decimal import Decimal
 from typing import Any
 
 import orjson
 
 from controllers import constants as C
 from controllers.raycluster.quantity import QuantityError, parse_quantity, value_ceil
+from controllers.spechash.gojson import go_string
+from kuberay_py.log import get_logger
 
 __all__ = [
+    "approximate_float",
     "container_command",
     "convert_cmd_to_string",
+    "fold_group_labels",
+    "fold_group_resources",
     "generate_ray_start_command",
+    "go_float",
+    "is_gpu_resource_key",
     "render_flags",
     "set_missing_ray_start_params",
 ]
@@ -27,6 +35,11 @@ __all__ = [
 # Options whose value may legitimately be "false" (e.g. --log-color=false), rendered as --k=v.
 _SPECIAL_BOOLEAN_OPTIONS = ("log-color", "include-dashboard", "include-log-monitor")
 _ULIMIT = "ulimit -n ${" + C.RAY_START_ULIMIT_OPEN_FILES + ":-65536}"
+_MIG = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb$")
+# Container resource -> Ray resource for the accelerators KubeRay recognises besides GPUs.
+_ACCELERATORS = {"aws.amazon.com/neuroncore": "neuron_cores", "google.com/tpu": "TPU"}
+
+log = get_logger("controllers.raycluster")
 
 
 def set_missing_ray_start_params(
@@ -55,6 +68,123 @@ def _nonzero(resources: dict[str, Any], key: str) -> Any | None:
         return None
 
 
+def is_gpu_resource_key(key: str) -> bool:
+    """KubeRay's ``IsGPUResourceKey``: ``*gpu`` (``nvidia.com/gpu``) or an NVIDIA MIG slice."""
+    return key.endswith("gpu") or _MIG.search(key) is not None
+
+
+def approximate_float(value: Any) -> float:
+    """``Quantity.AsApproximateFloat64``: the unscaled integer times a power of ten, in floats.
+
+    Done the way apimachinery does it (``base * math.Pow10(exp)``, a division for negative
+    powers) so the JSON in ``--resources`` carries the same digits as KubeRay's.
+    """
+    sign, digits, exponent = parse_quantity(value).as_tuple()
+    if not isinstance(exponent, int):  # NaN/Infinity: parse_quantity never returns them
+        raise QuantityError(f"invalid quantity {value!r}")
+    base = float(int("".join(map(str, digits)) or "0"))
+    if sign:
+        base = -base
+    if exponent == 0:
+        return base
+    if exponent > 0:
+        return base * float(f"1e{exponent}")
+    return base / float(f"1e{-exponent}")
+
+
+def go_float(value: float) -> str:
+    """A float64 as Go's ``encoding/json`` writes it (``1``, ``0.5``, ``1e+21``, ``1e-7``)."""
+    magnitude = abs(value)
+    if magnitude != 0 and (magnitude < 1e-6 or magnitude >= 1e21):
+        text = repr(value)  # shortest round-trip digits, exponent with at least two digits
+        mantissa, _, exp = text.partition("e")
+        sign, digits = exp[0], exp[1:].lstrip("0") or "0"
+        if sign == "+":
+            return f"{mantissa}e+{digits.zfill(2)}"
+        return f"{mantissa}e-{digits}"
+    text = format(Decimal(repr(value)), "f")
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return "0" if text in ("-0", "") else text
+
+
+def _resources_json(resources: dict[str, float]) -> str:
+    """``json.Marshal(map[string]float64)`` wrapped in single quotes, as KubeRay passes it."""
+    body = ",".join(f"{go_string(k)}:{go_float(resources[k])}" for k in sorted(resources))
+    return "'{" + body + "}'"
+
+
+def fold_group_resources(params: dict[str, str], group_resources: dict[str, Any] | None) -> None:
+    """The group's top-level ``resources`` into ``rayStartParams`` (KubeRay's
+    ``updateRayStartParamsResources``): CPU, memory and GPU become ``num-cpus`` / ``memory`` /
+    ``num-gpus`` (rounded up), everything else the ``--resources`` JSON. Names are matched
+    case-insensitively; an unparsable quantity is skipped. Validation rejects setting these in
+    both places, so nothing of the user's is overwritten."""
+    if not group_resources:
+        return
+    custom: dict[str, float] = {}
+    for name in sorted(group_resources):
+        raw = group_resources[name]
+        try:
+            parse_quantity(raw)
+        except QuantityError:
+            log.info("skipping group resource with an invalid quantity", resource=name, quantity=raw)
+            continue
+        lowered = name.lower()
+        if lowered == "cpu":
+            params["num-cpus"] = str(value_ceil(raw))
+        elif lowered == "memory":
+            params["memory"] = str(value_ceil(raw))
+        elif is_gpu_resource_key(lowered):
+            params["num-gpus"] = str(value_ceil(raw))
+        else:
+            custom[name] = approximate_float(raw)
+    if custom:
+        params["resources"] = _resources_json(custom)
+
+
+def fold_group_labels(params: dict[str, str], group_labels: dict[str, Any] | None) -> None:
+    """The group's top-level ``labels`` as ``--labels=k1=v1,k2=v2`` (sorted keys, unquoted), as
+    KubeRay's ``updateRayStartParamsLabels`` writes them."""
+    if group_labels:
+        params["labels"] = ",".join(f"{k}={group_labels[k]}" for k in sorted(group_labels))
+
+
+def _resources_map(params: dict[str, str]) -> dict[str, float]:
+    """The ``resources`` param as a map; surrounding quotes/backticks/spaces are ignored."""
+    raw = params.get("resources")
+    if raw is None:
+        return {}
+    parsed = orjson.loads(raw.strip("'\"` "))
+    if not isinstance(parsed, dict) or not all(
+        isinstance(v, int | float) and not isinstance(v, bool) for v in parsed.values()
+    ):
+        raise ValueError("resources is not a JSON object of numbers")
+    return {str(k): float(v) for k, v in parsed.items()}
+
+
+def _add_accelerator_params(out: dict[str, str], limits: dict[str, Any]) -> None:
+    """KubeRay's ``addWellKnownAcceleratorResources``: ``num-gpus`` from the first GPU limit and
+    the first TPU / Neuron core limit merged into ``resources``, unless already given. A
+    ``resources`` param that is not a JSON map of numbers stops both (KubeRay logs and skips)."""
+    if not limits:
+        return
+    try:
+        current = _resources_map(out)
+    except ValueError as exc:
+        log.error("failed to add accelerator resources to rayStartParams", error=str(exc))
+        return
+    accelerator_present = any(name in current for name in _ACCELERATORS.values())
+    for key in sorted(limits):
+        if "num-gpus" not in out and is_gpu_resource_key(key) and _nonzero(limits, key) is not None:
+            out["num-gpus"] = str(value_ceil(limits[key]))
+        if not accelerator_present and key in _ACCELERATORS and _nonzero(limits, key) is not None:
+            if _ACCELERATORS[key] not in current:
+                current[_ACCELERATORS[key]] = approximate_float(limits[key])
+                out["resources"] = _resources_json(current)
+            accelerator_present = True
+
+
 def add_resource_params(params: dict[str, str], resources: dict[str, Any]) -> dict[str, str]:
     """Infer num-cpus / memory / num-gpus / custom accelerators from the Ray container's resources."""
     out = dict(params)
@@ -68,17 +198,7 @@ def add_resource_params(params: dict[str, str], resources: dict[str, Any]) -> di
         memory = _nonzero(limits, "memory")
         if memory is not None:
             out["memory"] = str(value_ceil(memory))
-    if "num-gpus" not in out:
-        for key in sorted(limits):
-            if key.endswith("gpu") and _nonzero(limits, key) is not None:
-                out["num-gpus"] = str(value_ceil(limits[key]))
-                break
-    if "resources" not in out:
-        for key, ray_name in (("aws.amazon.com/neuroncore", "neuron_cores"), ("google.com/tpu", "TPU")):
-            if _nonzero(limits, key) is not None:
-                encoded = orjson.dumps({ray_name: value_ceil(limits[key])}).decode()
-                out["resources"] = shlex.quote(encoded)
-                break
+    _add_accelerator_params(out, limits)
     return out
 
 

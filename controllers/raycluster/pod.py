@@ -16,6 +16,8 @@ from controllers.raycluster.auth import auth_enabled, configure_token_auth
 from controllers.raycluster.autoscaler import autoscaler_container, autoscaler_service_account_name
 from controllers.raycluster.command import (
     container_command,
+    fold_group_labels,
+    fold_group_resources,
     generate_ray_start_command,
     set_missing_ray_start_params,
 )
@@ -79,8 +81,12 @@ def pod_labels(
 def ray_start_params_for(
     cluster: dict[str, Any], group: dict[str, Any], node_type: str, opts: RayClusterOptions
 ) -> dict[str, str]:
+    # KubeRay folds the group's top-level resources and labels in before its defaults.
+    folded = {str(k): str(v) for k, v in (group.get("rayStartParams") or {}).items()}
+    fold_group_resources(folded, group.get("resources"))
+    fold_group_labels(folded, group.get("labels"))
     params = set_missing_ray_start_params(
-        dict(group.get("rayStartParams") or {}),
+        folded,
         node_type,
         common.head_port(cluster),
         common.fqdn_ray_ip(cluster, opts.cluster_domain),
@@ -248,7 +254,13 @@ def _base_pod(
     metadata: dict[str, Any] = {
         "generateName": generate_name,
         "namespace": cluster["metadata"]["namespace"],
-        "labels": pod_labels(node_type, cluster["metadata"]["name"], group_name, meta.get("labels")),
+        # The group's top-level labels are Pod labels too, over the template's (KubeRay's mergeLabels).
+        "labels": pod_labels(
+            node_type,
+            cluster["metadata"]["name"],
+            group_name,
+            {**(meta.get("labels") or {}), **(group.get("labels") or {})},
+        ),
         "annotations": dict(meta.get("annotations") or {}),
         "ownerReferences": [common.controller_ref(cluster)],
     }
