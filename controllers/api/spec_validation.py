@@ -34,10 +34,18 @@ def _env_value(container: dict[str, Any] | None, name: str) -> str | None:
 
 
 def is_autoscaling_v2_enabled(spec: RayClusterSpec) -> bool:
-    if not is_autoscaling_enabled(spec):
-        return False
-    if spec.autoscaler_options is not None and spec.autoscaler_options.version is not None:
-        return spec.autoscaler_options.version == "v2"
+    """KubeRay's ``IsAutoscalingV2Enabled``: ``autoscalerOptions.version: v2``, nothing else.
+
+    The head env var only counts where KubeRay also accepts it (:func:`_v2_requested`).
+    """
+    return spec.autoscaler_options is not None and spec.autoscaler_options.version == "v2"
+
+
+def _v2_requested(spec: RayClusterSpec) -> bool:
+    """v2 by ``autoscalerOptions.version`` or the pre-1.4 head env var (exactly "1" or "true"),
+    which KubeRay still honours for ``idleTimeoutSeconds`` and ``priority``."""
+    if is_autoscaling_v2_enabled(spec):
+        return True
     head = ray_container(spec.head_group_spec.template if spec.head_group_spec else None)
     return _env_value(head, C.RAY_ENABLE_AUTOSCALER_V2) in ("1", "true")
 
@@ -138,7 +146,7 @@ class _Checker:
                 self.add(
                     f"{rel}.idleTimeoutSeconds", f"must be non-negative, got {group.idle_timeout_seconds}"
                 )
-            elif not is_autoscaling_v2_enabled(self.spec):
+            elif not _v2_requested(self.spec):
                 self.add(
                     f"{rel}.idleTimeoutSeconds",
                     "idleTimeoutSeconds is set, but autoscaler v2 is not enabled. Please set "
@@ -147,7 +155,7 @@ class _Checker:
         self.worker_priority(rel, name, group.priority)
         if group.suspend and autoscaling:
             self.add(f"{rel}.suspend", f"worker group {name} cannot be suspended with Autoscaler enabled")
-        if is_autoscaling_v2_enabled(self.spec):
+        if autoscaling and is_autoscaling_v2_enabled(self.spec):
             policy = pod_spec(group.template).get("restartPolicy")
             if policy not in (None, "", "Never"):
                 self.add(
@@ -166,12 +174,7 @@ class _Checker:
         if error is not None:
             self.add(f"{rel}.priority", error)
             return
-        options = self.spec.autoscaler_options
-        head = ray_container(self.spec.head_group_spec.template if self.spec.head_group_spec else None)
-        v2 = (options is not None and options.version == "v2") or _env_value(
-            head, C.RAY_ENABLE_AUTOSCALER_V2
-        ) in ("1", "true")
-        if not v2:
+        if not _v2_requested(self.spec):
             self.add(
                 f"{rel}.priority",
                 f"worker group {name}: priority is set to {priority}, but autoscaler v2 is not enabled. "
@@ -252,7 +255,7 @@ class _Checker:
                 f"both autoscalerOptions.version and head Pod env var {C.RAY_ENABLE_AUTOSCALER_V2} are set, "
                 "please only use the former",
             )
-        if is_autoscaling_v2_enabled(self.spec) and self.spec.head_group_spec is not None:
+        if autoscaling and is_autoscaling_v2_enabled(self.spec) and self.spec.head_group_spec is not None:
             policy = pod_spec(self.spec.head_group_spec.template).get("restartPolicy")
             if policy not in (None, "", "Never"):
                 self.add(

@@ -54,8 +54,6 @@ def autoscaler_container(cluster: dict[str, Any], ray_container: dict[str, Any])
             "requests": {"cpu": "500m", "memory": "512Mi"},
         },
     }
-    if common.is_autoscaler_v2(cluster):
-        container["env"].append({"name": C.RAY_ENABLE_AUTOSCALER_V2, "value": "true"})
     if auth_enabled(cluster):  # before the user's env, as KubeRay merges the overrides last
         set_token_auth_env(container, cluster)
     if options.get("resources") is not None:

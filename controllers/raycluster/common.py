@@ -103,20 +103,8 @@ def is_autoscaling(cluster: dict[str, Any]) -> bool:
 
 
 def is_autoscaler_v2(cluster: dict[str, Any]) -> bool:
-    if not is_autoscaling(cluster):
-        return False
-    options = spec(cluster).get("autoscalerOptions") or {}
-    if options.get("version") == "v2":
-        return True
-    head = (spec(cluster).get("headGroupSpec") or {}).get("template", {}).get("spec", {})
-    for container in head.get("containers") or []:
-        for env in container.get("env") or []:
-            if env.get("name") == C.RAY_ENABLE_AUTOSCALER_V2 and str(env.get("value", "")).lower() in (
-                "1",
-                "true",
-            ):
-                return True
-    return False
+    """Autoscaling with ``autoscalerOptions.version: v2`` (KubeRay builds Pods on the version alone)."""
+    return is_autoscaling(cluster) and (spec(cluster).get("autoscalerOptions") or {}).get("version") == "v2"
 
 
 def gcs_ft_enabled(cluster: dict[str, Any]) -> bool:

@@ -284,8 +284,11 @@ def _finish_pod(
     ray = containers[C.RAY_CONTAINER_INDEX]
     params = ray_start_params_for(cluster, group, node_type, opts)
     # KubeRay adds these while defaulting the Pod template, before the Ray env, so they come first.
-    if node_type == C.NODE_TYPE_HEAD and common.is_autoscaler_v2(cluster):
-        _append_env(ray, C.RAY_ENABLE_AUTOSCALER_V2, "true")
+    # Only the Ray container learns the autoscaler version, and only when it is explicit.
+    if node_type == C.NODE_TYPE_HEAD and common.is_autoscaling(cluster):
+        version = (common.spec(cluster).get("autoscalerOptions") or {}).get("version")
+        if version in ("v1", "v2"):
+            _append_env(ray, C.RAY_ENABLE_AUTOSCALER_V2, "true" if version == "v2" else "false")
     if common.gcs_ft_enabled(cluster):
         _set_gcs_ft_env(ray, cluster, node_type, external_storage_namespace(cluster))
     annotations = pod["metadata"]["annotations"]
