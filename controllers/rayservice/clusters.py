@@ -29,7 +29,8 @@ from controllers.rayservice.hashing import (
     should_update_cluster,
 )
 from controllers.rayservice.options import DEFAULT_DELETION_DELAY
-from controllers.rayservice.shapes import ClusterRole, cluster_name, cluster_names, role_key
+from controllers.rayservice.shapes import ClusterRole, cluster_name, cluster_names
+from controllers.rayservice.status import copy_cluster_statuses
 from kuberay_py.client import AlreadyExists, NotFound
 from kuberay_py.clock import format_rfc3339, parse_rfc3339
 from kuberay_py.log import get_logger
@@ -191,10 +192,4 @@ async def _update_cluster(ctx: ServiceContext, cluster: Obj, role: ClusterRole) 
 
 def record_cluster_statuses(ctx: ServiceContext, active: Obj | None, pending: Obj | None) -> None:
     """Copy each tracked cluster's status into ``rayClusterStatus`` (shown, never compared)."""
-    roles: tuple[tuple[ClusterRole, Obj | None], ...] = (("active", active), ("pending", pending))
-    for role, cluster in roles:
-        sub = ctx.status.get(role_key(role))
-        if not sub or not sub.get("rayClusterName"):
-            continue
-        if cluster is not None and cluster.get("status"):
-            sub["rayClusterStatus"] = copy.deepcopy(cluster["status"])
+    copy_cluster_statuses(ctx.status, active, pending)

@@ -49,7 +49,7 @@ from controllers.rayservice.incremental_steps import (
     traffic_step,
 )
 from controllers.rayservice.services import ServeServiceError, build_rayservice_head_service
-from controllers.rayservice.status import calculate_conditions, rfc3339
+from controllers.rayservice.status import calculate_conditions, copy_cluster_statuses, rfc3339
 from controllers.rayservice.traffic import apply_service, count_endpoints
 from kuberay_py.client import AlreadyExists, Conflict, NotFound, Resource
 from kuberay_py.client.resources import GATEWAYS, HTTPROUTES
@@ -184,8 +184,6 @@ def _put_cluster_status(
     sub = status.get(side)
     if not sub or not sub.get("rayClusterName") or cluster is None:
         return
-    if cluster.get("status"):
-        sub["rayClusterStatus"] = copy.deepcopy(cluster["status"])
     if serve is not None and serve.apps is not None:
         sub["applicationStatuses"] = serve.apps
 
@@ -299,6 +297,7 @@ async def reconcile_incremental(ctx: ServiceContext, active: Obj | None, pending
         }
         log.info("preparing a new pending RayCluster", cluster=new_cluster, incremental=True)
 
+    copy_cluster_statuses(status, active, pending if new_cluster is None else None)
     _put_cluster_status(status, "activeServiceStatus", active, a)
     _put_cluster_status(status, "pendingServiceStatus", pending if new_cluster is None else None, b)
     _count_endpoints(ctx, [x for x in (active, pending) if x is not None])

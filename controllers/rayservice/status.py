@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from controllers import constants as c
 from controllers.common.conditions import ConditionStatus, find_condition, is_condition_true, set_condition
@@ -20,6 +20,7 @@ from kuberay_py.clock import format_rfc3339, parse_rfc3339
 
 __all__ = [
     "calculate_conditions",
+    "copy_cluster_statuses",
     "initializing_deadline_passed",
     "is_initializing_timeout",
     "kuberay_status_shape",
@@ -129,6 +130,60 @@ def status_differs(old: Mapping[str, Any] | None, new: Mapping[str, Any] | None)
 
 
 _ZERO_CLUSTER_STATUS = {"desiredCPU": "0", "desiredGPU": "0", "desiredMemory": "0", "desiredTPU": "0"}
+# RayClusterStatus's fields; all omitempty except the four quantities and ``head`` (structs).
+_CLUSTER_STATUS_FIELDS = (
+    "state",
+    "desiredCPU",
+    "desiredMemory",
+    "desiredGPU",
+    "desiredTPU",
+    "lastUpdateTime",
+    "stateTransitionTimes",
+    "endpoints",
+    "head",
+    "reason",
+    "conditions",
+    "readyWorkerReplicas",
+    "availableWorkerReplicas",
+    "desiredWorkerReplicas",
+    "minWorkerReplicas",
+    "maxWorkerReplicas",
+    "observedGeneration",
+)
+_HEAD_INFO_FIELDS = ("podIP", "serviceIP", "podName", "serviceName")
+
+
+def _go_cluster_status(raw: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A RayCluster's status as KubeRay's ``RayClusterStatus`` struct re-encodes it: unknown
+    fields gone, zero-valued omitempty ones dropped, the quantities and ``head`` always there."""
+    out: dict[str, Any] = {}
+    for key in _CLUSTER_STATUS_FIELDS:
+        value = (raw or {}).get(key)
+        if value is None or value == "" or value == {} or value == [] or (value == 0 and key != "head"):
+            continue
+        out[key] = copy.deepcopy(value)
+    head = out.get("head")
+    out["head"] = {k: head[k] for k in _HEAD_INFO_FIELDS if head.get(k)} if isinstance(head, dict) else {}
+    for field, zero in _ZERO_CLUSTER_STATUS.items():
+        out.setdefault(field, zero)
+    return out
+
+
+def copy_cluster_statuses(
+    status: RayServiceStatus | dict[str, Any],
+    active: Mapping[str, Any] | None,
+    pending: Mapping[str, Any] | None,
+) -> None:
+    """KubeRay's ``calculateStatus`` copy: each side's ``rayClusterStatus`` becomes its cluster's
+    current status, or the zero status when that side has no cluster (not yet created, just
+    promoted away, gone). Nothing of an earlier copy survives, as nothing does in KubeRay."""
+    target = cast(dict[str, Any], status)
+    for key, cluster in (("activeServiceStatus", active), ("pendingServiceStatus", pending)):
+        sub = target.get(key)
+        if not isinstance(sub, dict):
+            sub = target[key] = {}
+        sub["rayClusterStatus"] = _go_cluster_status(cluster.get("status") if cluster is not None else None)
+
 
 
 def kuberay_status_shape(status: Mapping[str, Any]) -> dict[str, Any]:

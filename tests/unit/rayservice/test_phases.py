@@ -281,14 +281,39 @@ async def test_a_failed_delete_is_a_warning_naming_the_api_answer(svc: Obj) -> N
     assert f"ns/{ACTIVE}" in message and "no delete for you" in message
 
 
-def test_cluster_statuses_are_copied_for_the_tracked_clusters(svc: Obj) -> None:
+ZERO_CLUSTER_STATUS = {
+    "desiredCPU": "0",
+    "desiredGPU": "0",
+    "desiredMemory": "0",
+    "desiredTPU": "0",
+    "head": {},
+}
+
+
+def test_cluster_statuses_are_copied_as_kuberay_re_encodes_them(svc: Obj) -> None:
+    """KubeRay's calculateStatus: each side gets its cluster's status through the Go struct
+    (omitempty zeros and unknown fields dropped, quantities and head always present), and a
+    side without a cluster gets the zero status, replacing any earlier copy."""
     kit = make_kit(svc)
     tracking(kit, active=ACTIVE)
     cluster = owned_cluster(svc, ACTIVE)
-    cluster["status"] = {"state": "ready"}
-    clusters.record_cluster_statuses(kit.ctx, cluster, owned_cluster(svc, PENDING))
-    assert kit.ctx.status["activeServiceStatus"]["rayClusterStatus"] == {"state": "ready"}
-    assert "pendingServiceStatus" not in kit.ctx.status  # not tracked: nothing recorded
+    cluster["status"] = {
+        "state": "ready",
+        "desiredCPU": "2",
+        "readyWorkerReplicas": 0,
+        "reason": "",
+        "head": {"podIP": "10.0.0.5", "serviceIP": ""},
+        "notAField": 1,
+    }
+    kit.ctx.status["pendingServiceStatus"] = {"rayClusterStatus": {"state": "stale"}}
+    clusters.record_cluster_statuses(kit.ctx, cluster, None)
+    assert kit.ctx.status["activeServiceStatus"]["rayClusterStatus"] == {
+        **ZERO_CLUSTER_STATUS,
+        "state": "ready",
+        "desiredCPU": "2",
+        "head": {"podIP": "10.0.0.5"},
+    }
+    assert kit.ctx.status["pendingServiceStatus"]["rayClusterStatus"] == ZERO_CLUSTER_STATUS
 
 
 # -- serving -------------------------------------------------------------------------------------
