@@ -16,7 +16,7 @@ import signal
 import socket
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,9 +103,29 @@ class RealRayHeadRuntime:
                 os.pathsep
             ),
             "RAY_USAGE_STATS_ENABLED": "0",
+            # A job's ``python`` is Ray's own interpreter, as in the rayproject/ray image.
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
         }
         self.ray_bin = str(Path(sys.executable).with_name("ray"))
         self.proc: asyncio.subprocess.Process | None = None
+        # (namespace, Secret name, key) -> value: how a token-auth head Pod's RAY_AUTH_TOKEN
+        # Secret reaches the real Ray, as the kubelet would resolve it.
+        self.secret_value: Callable[[str, str, str], Awaitable[str | None]] | None = None
+
+    async def _token_auth_env(self, pod: dict[str, Any]) -> dict[str, str]:
+        """RAY_AUTH_MODE / RAY_AUTH_TOKEN of the head Pod's Ray container, the Secret resolved."""
+        container = pod["spec"]["containers"][0]
+        env = {e["name"]: e for e in container.get("env") or []}
+        if (env.get("RAY_AUTH_MODE") or {}).get("value") != "token":
+            return {}
+        token = env.get("RAY_AUTH_TOKEN") or {}
+        ref = (token.get("valueFrom") or {}).get("secretKeyRef")
+        value = token.get("value")
+        if ref and self.secret_value is not None:
+            value = await self.secret_value(pod["metadata"]["namespace"], ref["name"], ref["key"])
+        if not value:
+            raise RuntimeError("the head Pod asks for token auth but its token cannot be resolved")
+        return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": value}
 
     async def _start_head(self) -> None:
         """``ray start --head --block`` as our own child (its own session), ready once the GCS is."""
@@ -157,6 +177,7 @@ class RealRayHeadRuntime:
         if (pod["metadata"].get("labels") or {}).get("ray.io/node-type") != "head":
             return
         if not self.started:
+            self.env.update(await self._token_auth_env(pod))
             await self._start_head()
             self.started = True
         forwarders = [_Forwarder(ip, p) for p in (RAY_PORTS["dashboard"], RAY_PORTS["agent"], SERVE_PORT)]
