@@ -51,6 +51,7 @@ class PodWorker:
         self._deleting = asyncio.Event()
         self._status_lock = asyncio.Lock()
         self._gone = False
+        self._cleaning = False
 
     def update(self, pod: dict[str, Any]) -> None:
         self.pod = pod
@@ -58,9 +59,15 @@ class PodWorker:
             self._deleting.set()
 
     def removed(self) -> None:
-        """The Pod is gone from the API: stop everything without further API writes."""
+        """The Pod is gone from the API: stop everything without further API writes.
+
+        A worker already cleaning up is left to finish: on a real kube-apiserver the response to
+        our own grace-0 DELETE usually arrives before the DELETED watch event, so the event lands
+        while the clean-up awaits the runtime's stop, and cancelling it there would skip freeing
+        the Pod's address.
+        """
         self._gone = True
-        if self.task is not None and not self.task.done():
+        if self.task is not None and not self.task.done() and not self._cleaning:
             self.task.cancel()
 
     # -- main flow ---------------------------------------------------------------------------
@@ -384,11 +391,15 @@ class PodWorker:
                 log.warning("pod runtime failed to stop", pod=f"{self.namespace}/{self.name}", error=str(exc))
 
     async def _cleanup(self) -> None:
-        await asyncio.shield(self._stop_everything())
-        if self.ip:
-            self.k.addresses.free(self.ip)
-            self.ip = ""
-        self.k.release_worker(self.uid, self)
+        self._cleaning = True
+        try:
+            await asyncio.shield(self._stop_everything())
+        finally:
+            # Even if cancelled (the simulator shutting down), the address and the worker slot go.
+            if self.ip:
+                self.k.addresses.free(self.ip)
+                self.ip = ""
+            self.k.release_worker(self.uid, self)
 
     # -- status ------------------------------------------------------------------------------
     async def write_status(self) -> None:
