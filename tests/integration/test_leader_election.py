@@ -5,6 +5,10 @@ exactly to the standby's next attempt, and the hand-over bound is checked in vir
 (deterministic, no wall-clock threshold). Every API call, watch and reconcile is real. The
 reconcilers write ``reconciled-by`` into each ConfigMap, so who ran controllers is read back
 from the API server.
+
+The standby starts only once the first manager leads: of two candidates started together, which
+one creates the Lease is a race on a real kube-apiserver, and the loser's retry sleeps on the
+virtual clock, which nothing advances before the test knows who leads.
 """
 
 from __future__ import annotations
@@ -79,6 +83,8 @@ async def reconciled_by(k8s: Client, namespace: str, name: str) -> str:
 
 
 async def ready(mgr: Manager) -> bool:
+    if mgr.health_url is None:  # its health server has not started yet
+        return False
     async with aiohttp.ClientSession() as s, s.get(f"{mgr.health_url}/readyz") as resp:
         return resp.status == 200
 
@@ -115,44 +121,45 @@ async def test_only_the_leader_runs_controllers_and_a_crash_hands_over_after_the
     clock = FakeClock()
     a, stamp_a = make_manager(envtest, namespace, "le-crash", "a", clock)
     b, stamp_b = make_manager(envtest, namespace, "le-crash", "b", clock)
-    async with started(a) as run_a, started(b):
+    async with started(a) as run_a:
         await asyncio.wait_for(a.elected.wait(), WAIT)
-        await until(lambda: ready(b), "the standby to be ready (caches synced)")
-        await next_attempt(b, clock)  # b has seen a's lease
-        assert b.elector is not None and b.elector.leader() == "a"
+        async with started(b):
+            await until(lambda: ready(b), "the standby to be ready (caches synced)")
+            await next_attempt(b, clock)  # b has seen a's lease
+            assert b.elector is not None and b.elector.leader() == "a"
 
-        await k8s.create(resources.CONFIGMAPS, {"metadata": {"name": "cm1"}}, namespace)
-        await until(lambda: reconciled_by(k8s, namespace, "cm1"), "the leader to reconcile cm1")
-        assert await reconciled_by(k8s, namespace, "cm1") == "a"
-        assert not b.elected.is_set()
-        assert stamp_b.requests == []
-        assert not b.controllers["le-crash-b"].started
-        lease = await k8s.get(resources.LEASES, "le-crash", namespace)
-        assert lease["spec"]["holderIdentity"] == "a"
-        assert lease["spec"]["leaseDurationSeconds"] == 15
+            await k8s.create(resources.CONFIGMAPS, {"metadata": {"name": "cm1"}}, namespace)
+            await until(lambda: reconciled_by(k8s, namespace, "cm1"), "the leader to reconcile cm1")
+            assert await reconciled_by(k8s, namespace, "cm1") == "a"
+            assert not b.elected.is_set()
+            assert stamp_b.requests == []
+            assert not b.controllers["le-crash-b"].started
+            lease = await k8s.get(resources.LEASES, "le-crash", namespace)
+            assert lease["spec"]["holderIdentity"] == "a"
+            assert lease["spec"]["leaseDurationSeconds"] == 15
 
-        # Crash the leader: its task is cancelled, nothing is released.
-        run_a.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await run_a
-        lease = await k8s.get(resources.LEASES, "le-crash", namespace)
-        assert lease["spec"]["holderIdentity"] == "a"
-        observed = b.elector.observed_time  # when b last saw the record change
+            # Crash the leader: its task is cancelled, nothing is released.
+            run_a.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await run_a
+            lease = await k8s.get(resources.LEASES, "le-crash", namespace)
+            assert lease["spec"]["holderIdentity"] == "a"
+            observed = b.elector.observed_time  # when b last saw the record change
 
-        while not b.elected.is_set():
-            await next_attempt(b, clock)
-            assert b.elected.is_set() or clock.now() < observed + 15.0 + 2.0 * (1 + JITTER_FACTOR)
-        took_over = clock.now()
-        assert took_over >= observed + 15.0, "took the lease before it expired"
-        assert took_over <= observed + 15.0 + 2.0 * (1 + JITTER_FACTOR)  # lease duration + one retry
+            while not b.elected.is_set():
+                await next_attempt(b, clock)
+                assert b.elected.is_set() or clock.now() < observed + 15.0 + 2.0 * (1 + JITTER_FACTOR)
+            took_over = clock.now()
+            assert took_over >= observed + 15.0, "took the lease before it expired"
+            assert took_over <= observed + 15.0 + 2.0 * (1 + JITTER_FACTOR)  # lease duration + one retry
 
-        lease = await k8s.get(resources.LEASES, "le-crash", namespace)
-        assert lease["spec"]["holderIdentity"] == "b"
-        assert lease["spec"]["leaseTransitions"] == 1
-        await until(lambda: stamp_b.requests, "the new leader to reconcile")
-        await k8s.patch(resources.CONFIGMAPS, "cm1", {"data": {"k": "v"}}, namespace)
-        await until(lambda: (_eq(reconciled_by(k8s, namespace, "cm1"), "b")), "the new leader to own cm1")
-        assert len(stamp_a.requests) >= 1
+            lease = await k8s.get(resources.LEASES, "le-crash", namespace)
+            assert lease["spec"]["holderIdentity"] == "b"
+            assert lease["spec"]["leaseTransitions"] == 1
+            await until(lambda: stamp_b.requests, "the new leader to reconcile")
+            await k8s.patch(resources.CONFIGMAPS, "cm1", {"data": {"k": "v"}}, namespace)
+            await until(lambda: (_eq(reconciled_by(k8s, namespace, "cm1"), "b")), "the new leader to own cm1")
+            assert len(stamp_a.requests) >= 1
 
 
 async def _eq(value: Awaitable[str], expected: str) -> bool:
@@ -165,27 +172,28 @@ async def test_a_clean_stop_releases_the_lease_and_the_standby_takes_over_at_its
     clock = FakeClock()
     a, _ = make_manager(envtest, namespace, "le-release", "a", clock)
     b, stamp_b = make_manager(envtest, namespace, "le-release", "b", clock)
-    async with started(a) as run_a, started(b) as run_b:
+    async with started(a) as run_a:
         await asyncio.wait_for(a.elected.wait(), WAIT)
-        await next_attempt(b, clock)
-        assert not b.elected.is_set()
+        async with started(b) as run_b:
+            await next_attempt(b, clock)
+            assert not b.elected.is_set()
 
-        a.stop()
-        await asyncio.wait_for(run_a, WAIT)  # returns normally: the CLI exits 0
-        lease = await k8s.get(resources.LEASES, "le-release", namespace)
-        assert lease["spec"]["holderIdentity"] == ""
-        assert lease["spec"]["leaseDurationSeconds"] == 1
+            a.stop()
+            await asyncio.wait_for(run_a, WAIT)  # returns normally: the CLI exits 0
+            lease = await k8s.get(resources.LEASES, "le-release", namespace)
+            assert lease["spec"]["holderIdentity"] == ""
+            assert lease["spec"]["leaseDurationSeconds"] == 1
 
-        start = clock.now()
-        await next_attempt(b, clock)  # no lease-duration wait after a release
-        assert b.elected.is_set()
-        assert clock.now() - start <= 2.0 * (1 + JITTER_FACTOR)
-        await k8s.create(resources.CONFIGMAPS, {"metadata": {"name": "cm2"}}, namespace)
-        await until(lambda: _eq(reconciled_by(k8s, namespace, "cm2"), "b"), "b to reconcile")
-        assert stamp_b.requests
+            start = clock.now()
+            await next_attempt(b, clock)  # no lease-duration wait after a release
+            assert b.elected.is_set()
+            assert clock.now() - start <= 2.0 * (1 + JITTER_FACTOR)
+            await k8s.create(resources.CONFIGMAPS, {"metadata": {"name": "cm2"}}, namespace)
+            await until(lambda: _eq(reconciled_by(k8s, namespace, "cm2"), "b"), "b to reconcile")
+            assert stamp_b.requests
 
-        b.stop()
-        await asyncio.wait_for(run_b, WAIT)
-        lease = await k8s.get(resources.LEASES, "le-release", namespace)
-        assert lease["spec"]["holderIdentity"] == ""
-        assert lease["spec"]["leaseTransitions"] == 1
+            b.stop()
+            await asyncio.wait_for(run_b, WAIT)
+            lease = await k8s.get(resources.LEASES, "le-release", namespace)
+            assert lease["spec"]["holderIdentity"] == ""
+            assert lease["spec"]["leaseTransitions"] == 1
