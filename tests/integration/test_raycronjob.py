@@ -93,8 +93,7 @@ async def test_children_follow_the_schedule_and_a_resume_runs_only_the_latest_mi
     (ref,) = child["metadata"]["ownerReferences"]
     assert (ref["kind"], ref["name"], ref["controller"]) == ("RayCronJob", "nightly", True)
     assert child["spec"]["submissionMode"] == "HTTPMode"
-    status = (await client.get(RAYCRONJOBS, "nightly", ns))["status"]
-    assert parse_rfc3339(status["lastScheduleTime"]) == datetime.fromtimestamp(first, UTC)
+    await eventually(lambda: _scheduled_at(client, ns, "nightly", first), "lastScheduleTime", 20)
     # Three ticks missed while suspended: on resume one child, for the latest tick (KubeRay
     # replays all three, earliest first).
     await client.patch(RAYCRONJOBS, "nightly", {"spec": {"suspend": True}}, ns)
@@ -105,8 +104,13 @@ async def test_children_follow_the_schedule_and_a_resume_runs_only_the_latest_mi
     kids = await eventually(lambda: n_children(2), "one catch-up child", 20)
     # KubeRay's catch-up creates the earliest missed tick first; the latest one shows it did not.
     assert kids[1]["metadata"]["name"] == f"nightly-{(first + 900) // 60}"
-    status = (await client.get(RAYCRONJOBS, "nightly", ns))["status"]
-    assert parse_rfc3339(status["lastScheduleTime"]) == datetime.fromtimestamp(first + 900, UTC)
+    await eventually(lambda: _scheduled_at(client, ns, "nightly", first + 900), "lastScheduleTime", 20)
+
+
+async def _scheduled_at(client: Client, ns: str, name: str, tick: int) -> bool:
+    """The status write comes after the child's create: wait for it rather than read it once."""
+    status = (await client.get(RAYCRONJOBS, name, ns)).get("status") or {}
+    return parse_rfc3339(status.get("lastScheduleTime")) == datetime.fromtimestamp(tick, UTC)
 
 
 async def _event(client: Client, ns: str, reason: str) -> bool | None:
