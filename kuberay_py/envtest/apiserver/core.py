@@ -137,6 +137,25 @@ class ApiCore:
             raise err
         return
 
+    def _refuse_if_crd_terminating(self, rt: ResourceType, meta: Obj) -> None:
+        """apiextensions' ``forbidCreateAdmission``: no new custom resources while the CRD is deleted.
+
+        kube-apiserver wraps the admission chain in it, so it answers before validation and the
+        namespace checks, with admission's Forbidden naming the object as admission does (its
+        name, else its generateName, else "Unknown"). Server-side apply creates go through here too.
+        """
+        if rt.crd_name is None:
+            return
+        crd = self.storage.get(("apiextensions.k8s.io", "customresourcedefinitions"), "", rt.crd_name)
+        if crd is None or not crd["metadata"].get("deletionTimestamp"):
+            return
+        raise StatusError.forbidden(
+            rt.group,
+            rt.plural,
+            str(meta.get("name") or meta.get("generateName") or "Unknown"),
+            "create not allowed while custom resource definition is terminating",
+        )
+
     def create(
         self,
         rt: ResourceType,
@@ -149,6 +168,7 @@ class ApiCore:
         obj = self._check_type(rt, clone(body))
         meta: Obj = obj["metadata"]
         self._check_namespace(rt, meta, namespace)
+        self._refuse_if_crd_terminating(rt, meta)
         if meta.get("resourceVersion"):
             raise StatusError.internal("resourceVersion should not be set on objects to be created")
         causes = validate_metadata(meta, rt.name_rule, creating=True)
@@ -161,15 +181,6 @@ class ApiCore:
         name = meta["name"]
         if rt.namespaced:
             self.ensure_namespace_usable(rt, meta["namespace"], name)
-        if rt.crd_name is not None:
-            crd = self.storage.get(("apiextensions.k8s.io", "customresourcedefinitions"), "", rt.crd_name)
-            if crd is not None and crd["metadata"].get("deletionTimestamp"):
-                raise StatusError(
-                    405,
-                    "MethodNotAllowed",
-                    f'create is not supported on resources of kind "{rt.plural}.{rt.group}"',
-                    {},
-                )
         for k in ("uid", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "selfLink"):
             meta.pop(k, None)
         meta["uid"] = new_uid()

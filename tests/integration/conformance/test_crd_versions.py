@@ -146,7 +146,23 @@ async def test_crd_deletion_waits_for_custom_resource_finalizers(
         await k8s.request(
             "POST", path, body={"apiVersion": f"{group}/v1", "kind": "Thing", "metadata": {"name": "late"}}
         )
-    assert e.value.status == 405, "no new custom resources while the CRD is terminating"
+    # apiextensions' forbidCreateAdmission: admission's Forbidden, before any validation.
+    assert e.value.status == 403, "no new custom resources while the CRD is terminating"
+    assert e.value.reason == "Forbidden"
+    assert e.value.message == (
+        f'things.{group} "late" is forbidden: '
+        "create not allowed while custom resource definition is terminating"
+    )
+    assert e.value.details == {"name": "late", "group": group, "kind": "things"}
+    with pytest.raises(ApiError) as e:  # a server-side apply that would create is refused too
+        await k8s.request(
+            "PATCH",
+            f"{path}/applied",
+            query={"fieldManager": "test"},
+            body={"apiVersion": f"{group}/v1", "kind": "Thing", "metadata": {"name": "applied"}},
+            content_type="application/apply-patch+yaml",
+        )
+    assert e.value.status == 403 and e.value.details["name"] == "applied"
     crd_now = await k8s.get(r.CRDS, name)
     assert "customresourcecleanup.apiextensions.k8s.io" in crd_now["metadata"]["finalizers"]
     terminating = {c["type"]: c["status"] for c in crd_now["status"]["conditions"]}
