@@ -46,17 +46,29 @@ def endpoint_ip_problems(address: str, *, accept_loopback: bool = False) -> list
     return problems
 
 
-def _typed_problems(address: str, address_type: str, accept_loopback: bool) -> list[str]:
+_NOT_AN_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
+
+
+def _address_problems(
+    address: str, address_type: str, accept_loopback: bool
+) -> tuple[list[str], list[str]]:
+    """(problems reported at ``addresses``, problems reported at ``addresses[j]``).
+
+    kube-apiserver v1.36 reports an address that is no IP, or one of the other family, against
+    the ``addresses`` list (``endpoints[0].addresses: Invalid value: "10.244.0.5": must be an IPv6
+    address``) and the unspecified/loopback/link-local checks against the address itself
+    (``endpoints[0].addresses[0]``); FQDN addresses are checked one by one.
+    """
     if address_type == "FQDN":
         ok = len(address) <= 253 and _FQDN.match(address)
-        return [] if ok else ["must be a valid DNS subdomain (RFC 1123)"]
+        return [], [] if ok else ["must be a valid DNS subdomain (RFC 1123)"]
     try:
         ip = ipaddress.ip_address(address)
     except ValueError:
-        return [f"must be a valid {address_type} address"]
-    if ip.version != (4 if address_type == "IPv4" else 6):
-        return [f"must be a valid {address_type} address"]
-    return endpoint_ip_problems(address, accept_loopback=accept_loopback)
+        return [_NOT_AN_IP], []
+    wanted = 4 if address_type == "IPv4" else 6
+    family = [] if ip.version == wanted else [f"must be an {address_type} address"]
+    return family, endpoint_ip_problems(address, accept_loopback=accept_loopback)
 
 
 class EndpointsHooks(NoHooks):
@@ -79,8 +91,9 @@ class EndpointsHooks(NoHooks):
                 causes.append(required(path, "must contain at least 1 address"))
                 continue
             for j, address in enumerate(addresses):
-                for problem in _typed_problems(str(address), address_type, self.accept_loopback):
-                    causes.append(invalid(f"{path}[{j}]", address, problem))
+                of_list, of_address = _address_problems(str(address), address_type, self.accept_loopback)
+                causes.extend(invalid(path, address, problem) for problem in of_list)
+                causes.extend(invalid(f"{path}[{j}]", address, problem) for problem in of_address)
         return causes
 
     def _endpoints(self, obj: Obj) -> list[Cause]:

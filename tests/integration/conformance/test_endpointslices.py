@@ -58,7 +58,19 @@ async def test_loopback_rejected_on_update_too(k8s: Client, namespace: str) -> N
 
 
 async def test_address_must_match_the_address_type(k8s: Client, namespace: str) -> None:
-    with pytest.raises(Invalid, match=r"endpoints\[0\]\.addresses\[0\]"):
+    # The family check names the addresses list, not the address (kube-apiserver v1.36).
+    with pytest.raises(Invalid) as caught:
         await k8s.create(r.ENDPOINTSLICES, endpoint_slice("v6", "10.244.0.5", "IPv6"), namespace)
+    assert caught.value.message.startswith('EndpointSlice.discovery.k8s.io "v6" is invalid: ')
+    assert caught.value.message.endswith(
+        'endpoints[0].addresses: Invalid value: "10.244.0.5": must be an IPv6 address'
+    )
+    assert caught.value.causes == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "10.244.0.5": must be an IPv6 address',
+            "field": "endpoints[0].addresses",
+        }
+    ]
     ok = await k8s.create(r.ENDPOINTSLICES, endpoint_slice("v4", "10.244.0.5"), namespace)
     assert ok["endpoints"][0]["addresses"] == ["10.244.0.5"]
