@@ -245,7 +245,12 @@ class Client:
         continue_token: str | None = None,
         resource_version: str | None = None,
     ) -> dict[str, Any]:
-        """One page of a list (the ``*List`` object); ``metadata.continue`` is set when more remain."""
+        """One page of a list (the ``*List`` object); ``metadata.continue`` is set when more remain.
+
+        kube-apiserver sends the items of a built-in kind's list without ``apiVersion``/``kind``;
+        they are filled in from the list (as client-go's unstructured list decoding does), so
+        every object a caller or cache holds says what it is.
+        """
         query: dict[str, QueryValue] = {
             "labelSelector": label_selector or None,
             "fieldSelector": field_selector or None,
@@ -254,6 +259,7 @@ class Client:
             "resourceVersion": resource_version,
         }
         result: dict[str, Any] = await self.request("GET", res.path(namespace), query=query)
+        _type_items(result)
         return result
 
     async def list_all(
@@ -490,6 +496,20 @@ def _delete_options(
     if dry_run:
         options["dryRun"] = ["All"]
     return options
+
+
+def _type_items(page: Any) -> None:
+    """Give each list item the list's apiVersion and item kind when it has neither."""
+    if not isinstance(page, dict):
+        return
+    api_version, list_kind = page.get("apiVersion"), page.get("kind")
+    if not isinstance(api_version, str) or not isinstance(list_kind, str) or not list_kind.endswith("List"):
+        return
+    kind = list_kind[: -len("List")]
+    for item in page.get("items") or []:
+        if isinstance(item, dict) and not item.get("apiVersion") and not item.get("kind"):
+            item["apiVersion"] = api_version
+            item["kind"] = kind
 
 
 def _retry_delay(status: int, retry_after_header: str | None) -> float | None:

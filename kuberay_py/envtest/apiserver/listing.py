@@ -2,7 +2,9 @@
 
 A 10,000-Pod list is answered by joining each object's cached serialization; nothing is
 re-encoded unless the client asked for a different version of a multi-version CRD.
-Continue tokens have kube-apiserver's shape (base64 of ``{"v","rv","start"}``). Like etcd, later
+Items of a built-in kind's list carry no ``apiVersion``/``kind`` (kube-apiserver encodes typed
+lists that way; custom resources are unstructured and keep theirs). Continue tokens have
+kube-apiserver's shape (base64 of ``{"v","rv","start"}``). Like etcd, later
 pages show the snapshot at the first page's resourceVersion: the retained event history is rolled
 back to it; a token older than that history gets ``410 Expired`` just as an etcd-compacted one
 does.
@@ -20,6 +22,7 @@ import orjson
 from .core import ApiCore
 from .errors import StatusError
 from .registry import ResourceType
+from .store import bare_item
 
 __all__ = ["list_bytes", "select"]
 
@@ -130,13 +133,15 @@ def list_bytes(
     bucket = core.storage.bucket(rt.key)
     av = rt.api_version
     current = bucket.objects
+    typed = not rt.is_custom  # built-in kinds: items without apiVersion/kind, as kube-apiserver
     parts: list[bytes] = []
     for key, obj in page:
         if obj.get("apiVersion") != av:
-            parts.append(orjson.dumps(core.present(rt, obj)))
+            shown = core.present(rt, obj)
+            parts.append(orjson.dumps(bare_item(shown) if typed else shown))
         elif current.get(key) is obj:
-            parts.append(bucket.encoded(key))
-        else:
-            parts.append(orjson.dumps(obj))  # an older state from the snapshot
+            parts.append(bucket.encoded_item(key) if typed else bucket.encoded(key))
+        else:  # an older state from the snapshot
+            parts.append(orjson.dumps(bare_item(obj) if typed else obj))
     head = orjson.dumps({"kind": rt.list_kind, "apiVersion": av, "metadata": meta})
     return head[:-1] + b',"items":[' + b",".join(parts) + b"]}"

@@ -20,9 +20,15 @@ from typing import Any
 
 import orjson
 
-__all__ = ["Bucket", "Event", "Storage", "Watcher"]
+__all__ = ["Bucket", "Event", "Storage", "Watcher", "bare_item"]
 
 ObjKey = tuple[str, str]  # (namespace or "", name)
+
+
+def bare_item(obj: dict[str, Any]) -> dict[str, Any]:
+    """An item of a built-in kind's list as kube-apiserver encodes it: typed list items carry no
+    ``apiVersion``/``kind`` (only the list has them). Custom resources keep theirs."""
+    return {k: v for k, v in obj.items() if k not in ("apiVersion", "kind")}
 
 
 @dataclass(slots=True)
@@ -138,6 +144,7 @@ class Bucket:
     def __init__(self, history_size: int) -> None:
         self.objects: dict[ObjKey, dict[str, Any]] = {}
         self.raw: dict[ObjKey, bytes] = {}
+        self.item_raw: dict[ObjKey, bytes] = {}  # without apiVersion/kind, for built-in lists
         self.history: deque[Event] = deque(maxlen=history_size)
         self.compacted_rv = 0
         self.watchers: set[Watcher] = set()
@@ -153,6 +160,14 @@ class Bucket:
         if raw is None:
             raw = orjson.dumps(self.objects[key])
             self.raw[key] = raw
+        return raw
+
+    def encoded_item(self, key: ObjKey) -> bytes:
+        """The object as an item of a built-in kind's list: without ``apiVersion``/``kind``."""
+        raw = self.item_raw.get(key)
+        if raw is None:
+            raw = orjson.dumps(bare_item(self.objects[key]))
+            self.item_raw[key] = raw
         return raw
 
     def iter_namespace(self, namespace: str | None) -> Iterator[ObjKey]:
@@ -200,6 +215,7 @@ class Storage:
         b.objects[okey] = obj
         raw = orjson.dumps(obj)
         b.raw[okey] = raw
+        b.item_raw.pop(okey, None)
         self._record(b, Event(rv, "MODIFIED" if old is not None else "ADDED", obj, old, raw))
         return obj
 
@@ -210,6 +226,7 @@ class Storage:
         okey = (meta.get("namespace") or "", meta["name"])
         b.objects.pop(okey, None)
         b.raw.pop(okey, None)
+        b.item_raw.pop(okey, None)
         b._sorted = None
         rv = self.next_rv()
         gone = dict(old)

@@ -6,6 +6,10 @@ import pytest
 from kubernetes_asyncio import client as k
 from kubernetes_asyncio.client.rest import ApiException
 
+from kuberay_py.client import Client
+from kuberay_py.client import resources as r
+
+from .conftest import WIDGET
 from .helpers import assert_status, configmap, pod
 
 
@@ -113,3 +117,33 @@ async def test_continue_pages_are_a_consistent_snapshot(core: k.CoreV1Api, names
     rest = await core.list_namespaced_config_map(namespace, limit=10, _continue=first.metadata._continue)
     assert [(i.metadata.name, i.data["v"]) for i in rest.items] == [("snap-2", "old"), ("snap-3", "old")]
     assert rest.metadata.resource_version == first.metadata.resource_version
+
+
+async def test_items_of_a_built_in_list_carry_no_kind_but_custom_resources_do(
+    k8s: Client, namespace: str, widget_crd: str
+) -> None:
+    """kube-apiserver encodes typed lists with apiVersion/kind on the list only; custom resources
+    are unstructured and keep theirs. Our client fills them in, as client-go's unstructured
+    decoding does, so cached objects always say what they are."""
+    await k8s.create(r.CONFIGMAPS, configmap("listed"), namespace)
+    raw = await k8s.request("GET", f"/api/v1/namespaces/{namespace}/configmaps")
+    assert (raw["apiVersion"], raw["kind"]) == ("v1", "ConfigMapList")
+    (item,) = [i for i in raw["items"] if i["metadata"]["name"] == "listed"]
+    assert "apiVersion" not in item and "kind" not in item
+    typed = await k8s.list(r.CONFIGMAPS, namespace)
+    assert {(i["apiVersion"], i["kind"]) for i in typed["items"]} == {("v1", "ConfigMap")}
+
+    group, version, plural = WIDGET
+    path = f"/apis/{group}/{version}/namespaces/{namespace}/{plural}"
+    await k8s.request(
+        "POST",
+        path,
+        body={
+            "apiVersion": f"{group}/{version}",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"size": 1},
+        },
+    )
+    (widget,) = (await k8s.request("GET", path))["items"]
+    assert (widget["apiVersion"], widget["kind"]) == (f"{group}/{version}", "Widget")
