@@ -97,7 +97,10 @@ class StatusError(Exception):
     @classmethod
     def invalid(cls, group: str, kind: str, name: str, causes: list[Cause]) -> StatusError:
         qualified = f"{kind}.{group}" if group else kind
-        texts = [f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes]
+        # Every cause is kept, but the message lists each text once (field.ErrorList.ToAggregate).
+        texts = list(
+            dict.fromkeys(f"{c['field']}: {c['message']}" if c.get("field") else c["message"] for c in causes)
+        )
         joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
         details = cls._details(name, group, kind)
         details["causes"] = causes

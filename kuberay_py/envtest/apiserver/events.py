@@ -3,15 +3,22 @@
 Event recorders are easy to get subtly wrong (a missing ``reportingInstance``, a ``source`` on an
 events.k8s.io/v1 Event); a real server rejects those with a 422, so the built-in one does too.
 Errors name the internal field paths kube-apiserver reports (``involvedObject``, ``message``).
+An update through events.k8s.io/v1 may change little more than ``series`` and metadata (the
+recorder's repeat counter): ``note``, ``regarding``, ``reason`` and the other descriptive fields
+are immutable there (422 "field is immutable", named by their internal paths such as
+``message``); core/v1 writes keep the legacy rules and may change them.
 """
 
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 from .core import ApiCore, Obj
-from .errors import Cause
+from .errors import Cause, field_cause
 from .eventconversion import events_v1_to_core
 from .registry import ResourceType
 from .validation import invalid, name_problems, required
@@ -118,6 +125,115 @@ def _strict(ev: dict[str, Any]) -> list[Cause]:
     return causes
 
 
+# ValidateEventUpdate's immutable fields, by internal name and in its order ("reason" is listed
+# twice there, so its cause comes twice; the message shows it once, as ToAggregate dedups).
+_IMMUTABLE = (
+    "involvedObject",
+    "reason",
+    "message",
+    "source",
+    "firstTimestamp",
+    "lastTimestamp",
+    "count",
+    "reason",
+    "type",
+    "eventTime",
+    "action",
+    "related",
+    "reportingController",
+    "reportingInstance",
+)
+# ObjectReference's JSON names and Go field names, in the struct's order (for ``%#v``).
+_REF_FIELDS = (
+    ("kind", "Kind"),
+    ("namespace", "Namespace"),
+    ("name", "Name"),
+    ("uid", "UID"),
+    ("apiVersion", "APIVersion"),
+    ("resourceVersion", "ResourceVersion"),
+    ("fieldPath", "FieldPath"),
+)
+
+
+def _as_core_fields(obj: Obj, new_api: bool) -> dict[str, Any]:
+    """The update-checked fields under their internal names, whichever API the object came in."""
+    core = events_v1_to_core(obj) if new_api else obj
+    return {
+        name: core.get("reportingComponent" if name == "reportingController" else name)
+        for name in dict.fromkeys(_IMMUTABLE)
+    }
+
+
+def _time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(UTC)
+    except ValueError:
+        return None
+
+
+def _comparable(name: str, value: Any) -> Any:
+    """What ``Semantic.DeepEqual`` compares: unset and zero values are the same."""
+    if name in ("involvedObject", "related", "source"):
+        if value is None and name == "related":
+            return None  # a nil pointer differs from an empty reference
+        return {k: v for k, v in (value or {}).items() if v not in ("", None)}
+    if name in ("firstTimestamp", "lastTimestamp", "eventTime"):
+        return _time(value)
+    if name == "count":
+        return int(value or 0)
+    return str(value or "")
+
+
+def _go_time(value: Any) -> str:
+    """A ``metav1.Time``/``MicroTime`` as Go's ``time.Time.String()`` prints it (UTC)."""
+    t = _time(value) or datetime(1, 1, 1, tzinfo=UTC)
+    frac = f".{t.microsecond:06d}".rstrip("0") if t.microsecond else ""
+    return t.strftime("%Y-%m-%d %H:%M:%S") + frac + " +0000 UTC"
+
+
+def _go_value(name: str, value: Any) -> str:
+    """The new value as field.Error prints it: strings quoted, structs as Go's ``%#v``."""
+    if name in ("involvedObject", "related"):
+        if value is None and name == "related":
+            return "null"
+        ref = value or {}
+        inner = ", ".join(f"{go}:{_quoted(ref.get(js))}" for js, go in _REF_FIELDS)
+        return "core.ObjectReference{" + inner + "}"
+    if name == "source":
+        src = value or {}
+        component, host = _quoted(src.get("component")), _quoted(src.get("host"))
+        return f"core.EventSource{{Component:{component}, Host:{host}}}"
+    if name in ("firstTimestamp", "lastTimestamp", "eventTime"):
+        return _go_time(value)
+    if name == "count":
+        return str(int(value or 0))
+    return _quoted(value)
+
+
+def _quoted(value: Any) -> str:
+    return orjson.dumps(str(value or "")).decode()
+
+
+def _update_through_new_api(old: Obj, new: Obj) -> list[Cause]:
+    """``ValidateEventUpdate`` for events.k8s.io/v1 writes: most fields are fixed after the create."""
+    causes = []
+    before, after = _as_core_fields(old, False), _as_core_fields(new, True)
+    if (old.get("series") or None) != (new.get("series") or None):
+        causes += [c for c in _strict(_internal(new, True)) if c["field"].startswith("series")]
+    for name in _IMMUTABLE:
+        if _comparable(name, before[name]) != _comparable(name, after[name]):
+            causes.append(
+                field_cause(
+                    "FieldValueInvalid",
+                    name,
+                    f"Invalid value: {_go_value(name, after[name])}: field is immutable",
+                )
+            )
+    return causes
+
+
 def _store_as_core(obj: Obj) -> None:
     """Rewrite an events.k8s.io/v1 Event in place into the core/v1 shape both APIs store."""
     converted = events_v1_to_core(obj)
@@ -143,8 +259,10 @@ class EventHooks:
     ) -> list[Cause]:
         new_api = rt.group == "events.k8s.io"
         causes = _legacy(_internal(new, new_api), "reportingController" if new_api else "reportingComponent")
-        if new_api and not causes:
-            _store_as_core(new)
+        if new_api:
+            causes += _update_through_new_api(old, new)
+            if not causes:
+                _store_as_core(new)
         return causes
 
     def after_write(self, core: ApiCore, rt: ResourceType, obj: Obj, old: Obj | None) -> None:

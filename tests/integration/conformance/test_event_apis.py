@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kuberay_py.client import Client, NotFound
+import pytest
+
+from kuberay_py.client import Client, Invalid, NotFound
 from kuberay_py.client import resources as r
 
 NOW = "2026-01-01T00:00:00.000000Z"
@@ -84,10 +86,25 @@ async def test_a_core_v1_event_reads_through_events_v1(k8s: Client, namespace: s
 
 async def test_writes_through_one_api_are_seen_through_the_other(k8s: Client, namespace: str) -> None:
     await k8s.create(r.EVENTS, events_v1("shared", namespace), namespace)
-    await k8s.patch(r.EVENTS, "shared", {"note": "patched through events.k8s.io"}, namespace)
+    # events.k8s.io/v1 (ValidateEventUpdate): the series may move on, the note may not ...
+    later = "2026-01-01T00:05:00.000000Z"
+    await k8s.patch(r.EVENTS, "shared", {"series": {"count": 4, "lastObservedTime": later}}, namespace)
     core = await k8s.get(r.CORE_EVENTS, "shared", namespace)
-    assert core["message"] == "patched through events.k8s.io"
+    assert core["series"]["count"] == 4
+    with pytest.raises(Invalid) as caught:
+        await k8s.patch(r.EVENTS, "shared", {"note": "patched through events.k8s.io"}, namespace)
+    assert caught.value.causes == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": 'Invalid value: "patched through events.k8s.io": field is immutable',
+            "field": "message",  # the internal field's path, not "note"
+        }
+    ]
+    # ... while core/v1 keeps the legacy rules: its message may change, and shows as the note.
+    await k8s.patch(r.CORE_EVENTS, "shared", {"message": "patched through core/v1"}, namespace)
     new = await k8s.get(r.EVENTS, "shared", namespace)
+    assert new["note"] == "patched through core/v1"
+    core = await k8s.get(r.CORE_EVENTS, "shared", namespace)
     assert new["metadata"]["resourceVersion"] == core["metadata"]["resourceVersion"]
     await k8s.delete(r.CORE_EVENTS, "shared", namespace)
     try:
@@ -95,3 +112,24 @@ async def test_writes_through_one_api_are_seen_through_the_other(k8s: Client, na
     except NotFound:
         return
     raise AssertionError("deleted through core/v1 but still readable through events.k8s.io/v1")
+
+
+@pytest.mark.parametrize(
+    ("patch", "field"),
+    [
+        ({"regarding": {"kind": "RayCluster", "namespace": "elsewhere", "name": "rc"}}, "involvedObject"),
+        ({"reason": "Renamed"}, "reason"),
+        ({"type": "Warning"}, "type"),
+        ({"action": "Delete"}, "action"),
+        ({"reportingInstance": "kuberay-operator-1"}, "reportingInstance"),
+    ],
+)
+async def test_an_events_v1_update_may_not_change_what_the_event_says(
+    k8s: Client, namespace: str, patch: dict[str, Any], field: str
+) -> None:
+    await k8s.create(r.EVENTS, events_v1("fixed", namespace), namespace)
+    with pytest.raises(Invalid) as caught:
+        await k8s.patch(r.EVENTS, "fixed", patch, namespace)
+    assert {c["field"] for c in caught.value.causes} == {field}
+    assert all(c["message"].endswith(": field is immutable") for c in caught.value.causes)
+    assert (await k8s.get(r.EVENTS, "fixed", namespace))["reason"] == "CreatedHeadPod", "nothing was written"
