@@ -12,7 +12,6 @@ are immutable there (422 "field is immutable", named by their internal paths suc
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 import orjson
@@ -20,6 +19,7 @@ import orjson
 from .core import ApiCore, Obj
 from .errors import Cause, field_cause
 from .eventconversion import events_v1_to_core
+from .meta import go_time_string, parse_time
 from .registry import ResourceType
 from .validation import invalid, name_problems, required
 
@@ -164,15 +164,6 @@ def _as_core_fields(obj: Obj, new_api: bool) -> dict[str, Any]:
     }
 
 
-def _time(value: Any) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")).astimezone(UTC)
-    except ValueError:
-        return None
-
-
 def _comparable(name: str, value: Any) -> Any:
     """What ``Semantic.DeepEqual`` compares: unset and zero values are the same."""
     if name in ("involvedObject", "related", "source"):
@@ -180,17 +171,10 @@ def _comparable(name: str, value: Any) -> Any:
             return None  # a nil pointer differs from an empty reference
         return {k: v for k, v in (value or {}).items() if v not in ("", None)}
     if name in ("firstTimestamp", "lastTimestamp", "eventTime"):
-        return _time(value)
+        return parse_time(value)
     if name == "count":
         return int(value or 0)
     return str(value or "")
-
-
-def _go_time(value: Any) -> str:
-    """A ``metav1.Time``/``MicroTime`` as Go's ``time.Time.String()`` prints it (UTC)."""
-    t = _time(value) or datetime(1, 1, 1, tzinfo=UTC)
-    frac = f".{t.microsecond:06d}".rstrip("0") if t.microsecond else ""
-    return t.strftime("%Y-%m-%d %H:%M:%S") + frac + " +0000 UTC"
 
 
 def _go_value(name: str, value: Any) -> str:
@@ -206,7 +190,7 @@ def _go_value(name: str, value: Any) -> str:
         component, host = _quoted(src.get("component")), _quoted(src.get("host"))
         return f"core.EventSource{{Component:{component}, Host:{host}}}"
     if name in ("firstTimestamp", "lastTimestamp", "eventTime"):
-        return _go_time(value)
+        return go_time_string(value)
     if name == "count":
         return str(int(value or 0))
     return _quoted(value)

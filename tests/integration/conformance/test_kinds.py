@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kuberay_py.client import ApiError, Client, Resource
+from kuberay_py.client import ApiError, Client, Invalid, Resource
 from kuberay_py.client import resources as r
 
 from .helpers import pod
@@ -150,6 +150,43 @@ async def test_a_job_gets_a_generated_selector_and_labels(k8s: Client, namespace
     assert got["metadata"]["labels"] == expected
     assert (got["spec"]["completions"], got["spec"]["parallelism"], got["spec"]["backoffLimit"]) == (1, 1, 6)
     await k8s.delete(r.JOBS, "labelled", namespace, propagation_policy="Background")
+
+
+async def test_a_complete_job_status_needs_what_the_job_controller_writes(
+    k8s: Client, namespace: str
+) -> None:
+    """Since Kubernetes 1.33 a Complete Job needs startTime, completionTime and SuccessCriteriaMet:
+    a test (or a fake Job controller) writing only ``Complete=True`` is refused."""
+    job = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": "finisher"},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}
+            }
+        },
+    }
+    created = await k8s.create(r.JOBS, job, namespace)
+    bare = {**created, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    with pytest.raises(Invalid) as caught:
+        await k8s.update_status(r.JOBS, bare)
+    fields = {c["field"] for c in caught.value.causes}
+    assert fields == {"status.completionTime", "status.startTime", "status.conditions"}, caught.value.causes
+    now = created["metadata"]["creationTimestamp"]
+    done = {"status": "True", "lastTransitionTime": now, "reason": "CompletionsReached"}
+    full = {
+        **created,
+        "status": {
+            "startTime": now,
+            "completionTime": now,
+            "succeeded": 1,
+            "conditions": [{"type": "SuccessCriteriaMet", **done}, {"type": "Complete", **done}],
+        },
+    }
+    stored = await k8s.update_status(r.JOBS, full)
+    assert [c["type"] for c in stored["status"]["conditions"]] == ["SuccessCriteriaMet", "Complete"]
+    await k8s.delete(r.JOBS, "finisher", namespace, propagation_policy="Background")
 
 
 async def test_jobs_orphan_dependents_by_default(k8s: Client, namespace: str) -> None:
