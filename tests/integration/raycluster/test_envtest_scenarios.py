@@ -6,13 +6,13 @@ server.
 
 from __future__ import annotations
 
-import copy
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from controllers import constants as C
-from kuberay_py.client import ApiError, Client, Invalid, NotFound
+from kuberay_py.client import Client, Invalid, NotFound
 from kuberay_py.client.resources import (
     EVENTS,
     INGRESSES,
@@ -34,6 +34,7 @@ from tests.integration.raycluster.conftest import (
     set_pod_status,
     worker_pods,
 )
+from tests.live import update_live
 
 RC = C.RAYCLUSTERS
 
@@ -42,17 +43,9 @@ async def get_rc(client: Client, ns: str, name: str) -> dict[str, Any]:
     return await client.get(RC, name, ns)
 
 
-async def update_spec(client: Client, ns: str, name: str, mutate: Any) -> None:
-    for _ in range(10):
-        obj = await get_rc(client, ns, name)
-        mutate(obj)
-        try:
-            await client.update(RC, obj)
-            return
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
-    pytest.fail("could not update the RayCluster (conflicts)")
+def worker_group(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    """An edit of the first worker group, for ``update_live``."""
+    return lambda o: o["spec"]["workerGroupSpecs"][0].update(**fields)
 
 
 async def state(client: Client, ns: str, name: str) -> str | None:
@@ -92,7 +85,7 @@ async def test_static_raycluster(operator: Operator, rc_client: Client, rc_names
     assert victim["metadata"]["name"] not in {p["metadata"]["name"] for p in pods}
 
     # replicas above maxReplicas are clamped.
-    await update_spec(rc_client, ns, name, lambda o: o["spec"]["workerGroupSpecs"][0].update(replicas=5))
+    await update_live(rc_client, RC, name, ns, worker_group(replicas=5))
     await eventually(lambda: _count(worker_pods(rc_client, ns, name), 4), "4 workers (max)")
     await consistently(lambda: _count(worker_pods(rc_client, ns, name), 4), "no more than max", 0.5)
 
@@ -152,17 +145,15 @@ async def test_autoscaling_enabled(operator: Operator, rc_client: Client, rc_nam
         g["replicas"] = 2
         g["scaleStrategy"] = {"workersToDelete": [victim]}
 
-    await update_spec(rc_client, ns, name, scale_down)
+    await update_live(rc_client, RC, name, ns, scale_down)
     pods = await eventually(lambda: _count(worker_pods(rc_client, ns, name), 2), "2 workers")
     assert victim not in {p["metadata"]["name"] for p in pods}
-    await update_spec(
-        rc_client, ns, name, lambda o: o["spec"]["workerGroupSpecs"][0].update(scaleStrategy={})
-    )
+    await update_live(rc_client, RC, name, ns, worker_group(scaleStrategy={}))
     # ... and up.
-    await update_spec(rc_client, ns, name, lambda o: o["spec"]["workerGroupSpecs"][0].update(replicas=4))
+    await update_live(rc_client, RC, name, ns, worker_group(replicas=4))
     await eventually(lambda: _count(worker_pods(rc_client, ns, name), 4), "4 workers")
     # Without workersToDelete, surplus Pods are left to the autoscaler.
-    await update_spec(rc_client, ns, name, lambda o: o["spec"]["workerGroupSpecs"][0].update(replicas=1))
+    await update_live(rc_client, RC, name, ns, worker_group(replicas=1))
     await consistently(lambda: _count(worker_pods(rc_client, ns, name), 4), "no random scale-down", 0.5)
 
 
@@ -173,14 +164,14 @@ async def test_suspend_with_conditions(operator: Operator, rc_client: Client, rc
     await all_running(rc_client, ns, name)
     await eventually(lambda: _eq(state(rc_client, ns, name), "ready"), "ready")
 
-    await update_spec(rc_client, ns, name, lambda o: o["spec"].update(suspend=True))
+    await update_live(rc_client, RC, name, ns, lambda o: o["spec"].update(suspend=True))
     await eventually(lambda: _count(_all_pods(rc_client, ns, name), 0), "all Pods deleted")
     await eventually(lambda: _cond(rc_client, ns, name, "RayClusterSuspended", "True"), "Suspended")
     assert await _cond(rc_client, ns, name, "RayClusterSuspending", "False")
     assert await _cond(rc_client, ns, name, "RayClusterProvisioned", "False")
     assert await state(rc_client, ns, name) == "suspended"
 
-    await update_spec(rc_client, ns, name, lambda o: o["spec"].update(suspend=False))
+    await update_live(rc_client, RC, name, ns, lambda o: o["spec"].update(suspend=False))
     await eventually(lambda: _count(worker_pods(rc_client, ns, name), 3), "workers back")
     await eventually(lambda: _cond(rc_client, ns, name, "RayClusterSuspended", "False"), "not Suspended")
     await all_running(rc_client, ns, name)
@@ -192,10 +183,10 @@ async def test_worker_group_suspend(operator: Operator, rc_client: Client, rc_na
     ns, name = rc_namespace, "raycluster-suspend-group"
     await rc_client.create(RC, sample_cluster(name, ns), ns)
     await eventually(lambda: _count(worker_pods(rc_client, ns, name), 3), "3 workers")
-    await update_spec(rc_client, ns, name, lambda o: o["spec"]["workerGroupSpecs"][0].update(suspend=True))
+    await update_live(rc_client, RC, name, ns, worker_group(suspend=True))
     await eventually(lambda: _count(worker_pods(rc_client, ns, name), 0), "group suspended")
     assert len(await head_pods(rc_client, ns, name)) == 1
-    await update_spec(rc_client, ns, name, lambda o: o["spec"]["workerGroupSpecs"][0].update(suspend=False))
+    await update_live(rc_client, RC, name, ns, worker_group(suspend=False))
     await eventually(lambda: _count(worker_pods(rc_client, ns, name), 3), "group resumed")
 
 
@@ -226,9 +217,9 @@ async def test_multi_host_worker_group(operator: Operator, rc_client: Client, rc
         lambda: _replica_gone_and_full(rc_client, ns, name, group), "old replica group replaced, 8 workers"
     )
     # Scale down / up by whole groups.
-    await update_spec(rc_client, ns, name, lambda o: o["spec"]["workerGroupSpecs"][0].update(replicas=1))
+    await update_live(rc_client, RC, name, ns, worker_group(replicas=1))
     await eventually(lambda: _count(worker_pods(rc_client, ns, name), 4), "1 x 4 workers")
-    await update_spec(rc_client, ns, name, lambda o: o["spec"]["workerGroupSpecs"][0].update(replicas=3))
+    await update_live(rc_client, RC, name, ns, worker_group(replicas=3))
     await eventually(lambda: _count(worker_pods(rc_client, ns, name), 12), "3 x 4 workers")
 
 
@@ -256,7 +247,7 @@ async def test_desired_resources(operator: Operator, rc_client: Client, rc_names
     def add_resources(o: dict[str, Any]) -> None:
         o["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["resources"] = res
 
-    await update_spec(rc_client, ns, name, add_resources)
+    await update_live(rc_client, RC, name, ns, add_resources)
     await eventually(lambda: _eq(_status_path(rc_client, ns, name, "desiredCPU"), "3"), "desiredCPU 3")
     status = (await get_rc(rc_client, ns, name))["status"]
     assert status["desiredMemory"] == "3Gi" and status["desiredGPU"] == "3"
@@ -286,7 +277,7 @@ async def test_invalid_spec_change_deletes_nothing(
     def break_it(o: dict[str, Any]) -> None:
         o["spec"]["workerGroupSpecs"][0].update(minReplicas=5, maxReplicas=2, replicas=0)
 
-    await update_spec(rc_client, ns, name, break_it)
+    await update_live(rc_client, RC, name, ns, break_it)
     reason = await eventually(lambda: _status_path(rc_client, ns, name, "reason"), "status.reason")
     assert "minReplicas" in reason or "maxReplicas" in reason
     assert "InvalidRayClusterSpec" in await eventually(lambda: event_reasons(rc_client, ns), "events")
@@ -375,8 +366,6 @@ async def test_redis_cleanup_finalizer_timeout_and_auto_deletion(
     for name, complete in (("raycluster-ft-timeout", False), ("raycluster-ft-done", True)):
         body = sample_cluster(name, ns, replicas=1)
         body["spec"]["gcsFaultToleranceOptions"] = {"redisAddress": "redis:6379"}
-        if not complete:
-            body["metadata"]["annotations"] = {"ray.io/gcs-ft-deletion-timeout": "1"}
         await rc_client.create(RC, body, ns)
         obj = await eventually(lambda name=name: _finalized(rc_client, ns, name), "finalizer added")
         assert C.GCS_FT_REDIS_CLEANUP_FINALIZER in obj["metadata"]["finalizers"]
@@ -387,15 +376,33 @@ async def test_redis_cleanup_finalizer_timeout_and_auto_deletion(
         )
         assert job["spec"]["template"]["metadata"]["labels"]["ray.io/node-type"] == "redis-cleanup"
         if complete:
-            body = copy.deepcopy(job)
-            body["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
-            await rc_client.update_status(JOBS, body)
+            await update_live(rc_client, JOBS, job["metadata"]["name"], ns, _job_complete, status=True)
+        else:
+            # The cleanup never finishes: a 1 s deletion timeout force-removes the finalizer. It is
+            # set only now, once the Job exists: set from the start, the Job would be created only
+            # if the operator got there within 1 s of a deletionTimestamp of second precision,
+            # which a real kube-apiserver does not always allow.
+            timeout = {"metadata": {"annotations": {C.GCS_FT_DELETION_TIMEOUT_ANNOTATION_KEY: "1"}}}
+            await rc_client.patch(RC, name, timeout, ns)
         await eventually(lambda name=name: _gone(rc_client, RC, name, ns), f"{name} deleted")
     assert "ForceDeletedStuckCluster" in await event_reasons(rc_client, ns)
     assert "CreatedRedisCleanupJob" in await event_reasons(rc_client, ns)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
+def _job_complete(job: dict[str, Any]) -> None:
+    """What the Job controller writes once the cleanup Pod succeeded (envtest runs none): since
+    Kubernetes 1.33 a Complete Job needs startTime, completionTime and SuccessCriteriaMet first."""
+    now = job["metadata"]["creationTimestamp"]
+    done = {"status": "True", "lastTransitionTime": now, "reason": "CompletionsReached"}
+    job["status"] = {
+        "startTime": now,
+        "completionTime": now,
+        "succeeded": 1,
+        "conditions": [{"type": "SuccessCriteriaMet", **done}, {"type": "Complete", **done}],
+    }
+
+
 async def _get(client: Client, res: Any, name: str, ns: str) -> dict[str, Any] | None:
     try:
         return await client.get(res, name, ns)
@@ -476,7 +483,7 @@ async def test_ingress_created_and_kept_in_line_with_the_spec(
     def new_path(o: dict[str, Any]) -> None:
         o["spec"]["headGroupSpec"]["ingressOptions"] = {"path": "/ray", "pathType": "Prefix"}
 
-    await update_spec(rc_client, ns, name, new_path)
+    await update_live(rc_client, RC, name, ns, new_path)
 
     async def updated() -> bool:
         cur = await _get(rc_client, INGRESSES, f"{name}-head-ingress", ns)
@@ -499,7 +506,7 @@ async def test_failed_pod_creation_sets_replica_failure_then_recovers(
         "POST", rf"/api/v1/namespaces/{ns}/pods$", 403, -1, reason="Forbidden", message="exceeded quota: pods"
     )
     try:
-        await update_spec(rc_client, ns, name, lambda o: o["spec"]["workerGroupSpecs"][0].update(replicas=2))
+        await update_live(rc_client, RC, name, ns, worker_group(replicas=2))
         cond = await eventually(
             lambda: _cond(rc_client, ns, name, "ReplicaFailure", "True"), "ReplicaFailure"
         )
