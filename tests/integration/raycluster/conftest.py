@@ -24,6 +24,7 @@ from kuberay_py.client import Client
 from kuberay_py.client.resources import PODS
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager, ManagerOptions
+from tests.live import update_live
 
 ROOT = Path(__file__).resolve().parents[3]
 CRDS = str(ROOT / "config" / "crd" / "bases")
@@ -168,16 +169,18 @@ async def set_pod_status(
     client: Client, pod: dict[str, Any], *, ready: bool = True, phase: str = "Running", ip: str | None = None
 ) -> None:
     """What kubelet would write (envtest has none)."""
-    fresh = await client.get(PODS, pod["metadata"]["name"], pod["metadata"]["namespace"])
-    body = copy.deepcopy(fresh)
     status: dict[str, Any] = {
         "phase": phase,
         "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
     }
     if ip:
         status["podIP"] = ip
-    body["status"] = status
-    await client.update_status(PODS, body)
+
+    def set_status(fresh: dict[str, Any]) -> None:
+        fresh["status"] = copy.deepcopy(status)
+
+    meta = pod["metadata"]
+    await update_live(client, PODS, meta["name"], meta["namespace"], set_status, status=True)
 
 
 async def all_running(client: Client, ns: str, cluster: str, ip_prefix: str = "10.1.0.") -> int:

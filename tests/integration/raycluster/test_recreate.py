@@ -16,6 +16,7 @@ from tests.integration.raycluster.conftest import (
     list_pods,
     sample_cluster,
 )
+from tests.live import update_live
 
 RC = C.RAYCLUSTERS
 
@@ -63,11 +64,7 @@ async def test_recreate_restamps_on_a_version_change_and_recreates_on_a_spec_cha
     await consistently(lambda: _same(rc_client, ns, name, first), "the same Pods", 0.5)
 
     # A Pod-spec change under Recreate replaces every Pod, head included.
-    cluster = await rc_client.get(RC, name, ns)
-    cluster["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = (
-        "rayproject/ray:2.53.0"
-    )
-    await rc_client.update(RC, cluster)
+    cluster = await update_live(rc_client, RC, name, ns, _new_worker_image)
 
     async def replaced() -> set[str] | None:
         uids = await _all_pods(rc_client, ns, name, 3)
@@ -77,6 +74,12 @@ async def test_recreate_restamps_on_a_version_change_and_recreates_on_a_spec_cha
     cluster = await rc_client.get(RC, name, ns)
     annotations = await _head_annotations(rc_client, ns, name) or {}
     assert annotations[C.UPGRADE_STRATEGY_RECREATE_HASH_KEY] == recreate_hash(cluster["spec"])
+
+
+def _new_worker_image(cluster: dict[str, Any]) -> None:
+    cluster["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = (
+        "rayproject/ray:2.53.0"
+    )
 
 
 async def _same(client: Client, ns: str, name: str, uids: set[str]) -> bool:
@@ -89,9 +92,5 @@ async def test_without_recreate_a_spec_change_keeps_the_pods(
     ns, name = rc_namespace, "no-recreate"
     await rc_client.create(RC, sample_cluster(name, ns, replicas=1), ns)
     first = await eventually(lambda: _all_pods(rc_client, ns, name, 2), "head and worker")
-    cluster = await rc_client.get(RC, name, ns)
-    cluster["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = (
-        "rayproject/ray:2.53.0"
-    )
-    await rc_client.update(RC, cluster)
+    await update_live(rc_client, RC, name, ns, _new_worker_image)
     await consistently(lambda: _same(rc_client, ns, name, first), "the same Pods", 0.5)

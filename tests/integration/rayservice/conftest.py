@@ -20,10 +20,11 @@ import yaml
 from aiohttp import web
 
 from controllers import constants as c
-from kuberay_py.client import Client, NotFound
+from kuberay_py.client import AlreadyExists, Client, NotFound
 from kuberay_py.client.resources import CRDS, ENDPOINTSLICES, PODS
 from kuberay_py.envtest import Environment
 from tests import polling, rayservice_harness
+from tests.live import update_live
 from tests.rayservice_harness import CRD_DIR, Operator, sample, stop_operator
 
 __all__ = [
@@ -202,14 +203,17 @@ async def mark_pods_ready(client: Client, namespace: str, cluster: str) -> list[
         if (pod.get("status") or {}).get("phase") == "Running":
             out.append(pod)
             continue
-        pod["status"] = {
-            "phase": "Running",
-            "podIP": POD_ADDRESS.ip,
-            "podIPs": [{"ip": POD_ADDRESS.ip}],
-            "conditions": [{"type": "Ready", "status": "True"}],
-        }
-        out.append(await client.update_status(PODS, pod))
+        out.append(await update_live(client, PODS, pod["metadata"]["name"], namespace, _running, status=True))
     return out
+
+
+def _running(pod: dict[str, Any]) -> None:
+    pod["status"] = {
+        "phase": "Running",
+        "podIP": POD_ADDRESS.ip,
+        "podIPs": [{"ip": POD_ADDRESS.ip}],
+        "conditions": [{"type": "Ready", "status": "True"}],
+    }
 
 
 async def put_endpoint_slice(
@@ -241,9 +245,12 @@ async def put_endpoint_slice(
         "ports": [{"name": "serve", "port": port, "protocol": "TCP"}],
     }
     try:
-        existing = await client.get(ENDPOINTSLICES, body["metadata"]["name"], namespace)
-    except NotFound:
         await client.create(ENDPOINTSLICES, body, namespace)
-        return
-    existing["endpoints"] = body["endpoints"]
-    await client.update(ENDPOINTSLICES, existing)
+    except AlreadyExists:
+        await update_live(
+            client,
+            ENDPOINTSLICES,
+            body["metadata"]["name"],
+            namespace,
+            lambda existing: existing.update(endpoints=body["endpoints"]),
+        )

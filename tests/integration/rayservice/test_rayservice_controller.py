@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 
 import yaml
@@ -15,9 +16,27 @@ from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import EVENTS, PODS, SECRETS, SERVICES
 from kuberay_py.controller import Request, Result
 from kuberay_py.metrics import registry
+from tests.live import update_live
 from tests.polling import condition as cond
 
 from .conftest import eventually, mark_pods_ready, put_endpoint_slice, rayservice_manifest, stop_operator
+
+
+def _spec(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    """An edit of the RayService spec's top-level fields, for ``update_live``."""
+    return lambda rs: rs["spec"].update(**fields)
+
+
+def _ray_version(version: str) -> Callable[[dict[str, Any]], None]:
+    return lambda rs: rs["spec"]["rayClusterConfig"].update(rayVersion=version)
+
+
+def _workers(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda rs: rs["spec"]["rayClusterConfig"]["workerGroupSpecs"][0].update(**fields)
+
+
+def _deadline(when: str) -> Callable[[dict[str, Any]], None]:
+    return lambda cluster: cluster["metadata"]["annotations"].update({DELETION_DEADLINE_ANNOTATION_KEY: when})
 
 
 async def pending_cluster(k8s: Client, namespace: str, *, other_than: str = "", name: str = "rs") -> str:
@@ -124,8 +143,7 @@ async def test_replica_change_and_serve_config_update_stay_in_place(
     svc = await bring_up(k8s, namespace, fake_ray)
     active = svc["status"]["activeServiceStatus"]["rayClusterName"]
 
-    svc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0]["replicas"] = 3
-    svc = await k8s.update(RAYSERVICES, svc)
+    svc = await update_live(k8s, RAYSERVICES, "rs", namespace, _workers(replicas=3))
 
     cur = await eventually(
         lambda: _observed(k8s, namespace, svc["metadata"]["generation"]), what="the replica change observed"
@@ -135,8 +153,7 @@ async def test_replica_change_and_serve_config_update_stay_in_place(
 
     config = yaml.safe_load(cur["spec"]["serveConfigV2"])
     config["applications"].append({"name": "veggie_app", "import_path": "veggie:app", "route_prefix": "/veg"})
-    cur["spec"]["serveConfigV2"] = yaml.safe_dump(config)
-    cur = await k8s.update(RAYSERVICES, cur)
+    cur = await update_live(k8s, RAYSERVICES, "rs", namespace, _spec(serveConfigV2=yaml.safe_dump(config)))
 
     async def new_app_reported() -> dict[str, Any] | None:
         s = await k8s.get(RAYSERVICES, "rs", namespace)
@@ -156,9 +173,12 @@ async def test_zero_downtime_upgrade_promotes_then_deletes_the_old_cluster(
     await start_operator()
     svc = await bring_up(k8s, namespace, fake_ray)
     old = svc["status"]["activeServiceStatus"]["rayClusterName"]
-    svc["spec"]["rayClusterDeletionDelaySeconds"] = 0
-    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
-    await k8s.update(RAYSERVICES, svc)
+
+    def upgrade_now(rs: dict[str, Any]) -> None:
+        rs["spec"]["rayClusterDeletionDelaySeconds"] = 0
+        rs["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
+
+    await update_live(k8s, RAYSERVICES, "rs", namespace, upgrade_now)
 
     new = await eventually(lambda: pending_cluster(k8s, namespace), what="a pending cluster for the upgrade")
     assert new != old
@@ -187,8 +207,8 @@ async def test_deletion_deadline_survives_an_operator_restart(
     op = await start_operator()
     svc = await bring_up(k8s, namespace, fake_ray)
     old = svc["status"]["activeServiceStatus"]["rayClusterName"]
-    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"  # default 60 s deletion delay
-    await k8s.update(RAYSERVICES, svc)
+    # the default 60 s deletion delay
+    await update_live(k8s, RAYSERVICES, "rs", namespace, _ray_version("2.60.0"))
 
     new = await eventually(lambda: pending_cluster(k8s, namespace), what="a pending cluster")
 
@@ -212,8 +232,7 @@ async def test_deletion_deadline_survives_an_operator_restart(
     assert cluster["metadata"]["annotations"][DELETION_DEADLINE_ANNOTATION_KEY] == first
     assert not cluster["metadata"].get("deletionTimestamp")
     # ... and deletes the cluster once it has passed.
-    cluster["metadata"]["annotations"][DELETION_DEADLINE_ANNOTATION_KEY] = "2000-01-01T00:00:00Z"
-    await k8s.update(RAYCLUSTERS, cluster)
+    await update_live(k8s, RAYCLUSTERS, old, namespace, _deadline("2000-01-01T00:00:00Z"))
 
     await eventually(
         lambda: deleted_or_deleting(k8s, namespace, old), what="the old cluster deleted after its deadline"
@@ -308,8 +327,13 @@ async def test_appended_worker_group_updates_the_cluster_in_place(
     svc = await bring_up(k8s, namespace, fake_ray)
     active = svc["status"]["activeServiceStatus"]["rayClusterName"]
     extra = dict(svc["spec"]["rayClusterConfig"]["workerGroupSpecs"][0], groupName="extra-group", replicas=0)
-    svc["spec"]["rayClusterConfig"]["workerGroupSpecs"].append(extra)
-    svc = await k8s.update(RAYSERVICES, svc)
+    svc = await update_live(
+        k8s,
+        RAYSERVICES,
+        "rs",
+        namespace,
+        lambda o: o["spec"]["rayClusterConfig"]["workerGroupSpecs"].append(extra),
+    )
 
     async def appended() -> dict[str, Any] | None:
         cluster = await k8s.get(RAYCLUSTERS, active, namespace)
@@ -329,14 +353,11 @@ async def test_a_second_change_replaces_the_pending_cluster(
     start_operator, fake_ray, k8s: Client, namespace: str
 ) -> None:
     await start_operator()
-    svc = await bring_up(k8s, namespace, fake_ray)
-    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
-    svc = await k8s.update(RAYSERVICES, svc)
+    await bring_up(k8s, namespace, fake_ray)
+    await update_live(k8s, RAYSERVICES, "rs", namespace, _ray_version("2.60.0"))
 
     first = await eventually(lambda: pending_cluster(k8s, namespace), what="a first pending cluster")
-    svc = await k8s.get(RAYSERVICES, "rs", namespace)
-    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.61.0"
-    await k8s.update(RAYSERVICES, svc)
+    await update_live(k8s, RAYSERVICES, "rs", namespace, _ray_version("2.61.0"))
 
     second = await eventually(
         lambda: pending_cluster(k8s, namespace, other_than=first), what="the pending cluster replaced"
@@ -356,8 +377,7 @@ async def test_zero_downtime_disabled_applies_no_spec_change(
     await start_operator(env={"ENABLE_ZERO_DOWNTIME": "false"})
     svc = await bring_up(k8s, namespace, fake_ray)
     active = svc["status"]["activeServiceStatus"]["rayClusterName"]
-    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
-    svc = await k8s.update(RAYSERVICES, svc)
+    svc = await update_live(k8s, RAYSERVICES, "rs", namespace, _ray_version("2.60.0"))
     cur = await eventually(lambda: _observed(k8s, namespace, svc["metadata"]["generation"]), what="observed")
     assert cur["status"]["activeServiceStatus"]["rayClusterName"] == active
     assert not (cur["status"].get("pendingServiceStatus") or {}).get("rayClusterName")
@@ -493,13 +513,12 @@ async def test_repointing_a_nodeport_serve_service_keeps_its_node_port(
     await eventually(lambda: pods_ready(k8s, namespace, first), what="Pods")
     svc = await eventually(lambda: k8s.get(SERVICES, "rs-public", namespace), what="the serve Service")
     if not svc["spec"]["ports"][0].get("nodePort"):  # the built-in API server allocates none
-        svc["spec"]["ports"][0]["nodePort"] = 30080
-        svc = await k8s.update(SERVICES, svc)
+        svc = await update_live(
+            k8s, SERVICES, "rs-public", namespace, lambda o: o["spec"]["ports"][0].update(nodePort=30080)
+        )
     node_port = svc["spec"]["ports"][0]["nodePort"]
 
-    rs = await k8s.get(RAYSERVICES, "rs", namespace)
-    rs["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
-    await k8s.update(RAYSERVICES, rs)
+    await update_live(k8s, RAYSERVICES, "rs", namespace, _ray_version("2.60.0"))
 
     second = await eventually(
         lambda: pending_cluster(k8s, namespace, other_than=first), what="the upgrade's cluster"
@@ -521,8 +540,7 @@ async def test_suspend_tears_down_and_resume_brings_back(
     await start_operator()
     svc = await bring_up(k8s, namespace, fake_ray)
     old = svc["status"]["activeServiceStatus"]["rayClusterName"]
-    svc["spec"]["suspend"] = True
-    await k8s.update(RAYSERVICES, svc)
+    await update_live(k8s, RAYSERVICES, "rs", namespace, _spec(suspend=True))
 
     cur = await eventually(lambda: with_condition(k8s, namespace, "Suspended"), what="Suspended=True")
     assert cond(cur, "Suspending")["status"] == "False"
@@ -536,8 +554,7 @@ async def test_suspend_tears_down_and_resume_brings_back(
             continue
         assert obj["metadata"].get("deletionTimestamp"), f"{name} still exists"
 
-    cur["spec"]["suspend"] = False
-    await k8s.update(RAYSERVICES, cur)
+    await update_live(k8s, RAYSERVICES, "rs", namespace, _spec(suspend=False))
 
     new = await eventually(
         lambda: pending_cluster(k8s, namespace, other_than=old), what="a fresh cluster after resume"
