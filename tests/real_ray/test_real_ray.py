@@ -24,6 +24,7 @@ from kuberay_py.client.resources import PODS
 from kuberay_py.envtest import Environment
 from kuberay_py.manager.manager import Manager
 from kuberay_py.manager.options import ManagerOptions
+from tests.live import update_live
 from tests.rayservice_harness import sample
 
 from .conftest import http_get
@@ -110,8 +111,9 @@ async def test_real_ray_head_serves_and_reports_a_bad_import_path(real_ray_runti
                 *SERVE_CONFIG["applications"],  # type: ignore[misc]
                 {"name": "bad_app", "import_path": "no_such_module:app", "route_prefix": "/bad"},
             ]
-            svc["spec"]["serveConfigV2"] = yaml.safe_dump(bad)
-            await client.update(RAYSERVICES, svc)
+            await update_live(
+                client, RAYSERVICES, "real", ns, lambda o: o["spec"].update(serveConfigV2=yaml.safe_dump(bad))
+            )
 
             async def failed() -> dict[str, Any] | None:
                 cur = await client.get(RAYSERVICES, "real", ns)

@@ -15,6 +15,7 @@ import yaml
 
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.raycluster.setup import CONTROLLER_NAME as RAYCLUSTER_CONTROLLER
+from tests.live import update_live
 
 from .conftest import (
     InProcessOperator,
@@ -61,9 +62,7 @@ async def test_500_429_409_during_a_scale_up_are_retried_without_deleting_anythi
                 ns,
                 patch_type="json",
             )
-            svc = await rig.rs()
-            svc["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(5))
-            await rig.client.update(RAYSERVICES, svc)
+            await update_live(rig.client, RAYSERVICES, "rs", ns, _serve_config(5))
 
             async def scaled() -> dict[str, Any] | None:
                 cur = await rig.rs()
@@ -177,14 +176,16 @@ async def test_expired_and_cut_watches_relist_quietly_and_changes_still_arrive(r
 
         # connections dropped mid-stream, then a change: it must still reach the operator
         assert server.cut_watches() > 0
-        svc = await rig.rs()
-        svc["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(2))
-        await rig.client.update(RAYSERVICES, svc)
+        await update_live(rig.client, RAYSERVICES, "rs", rig.namespace, _serve_config(2))
         cur = await rig.wait_ready("rs", endpoints=3)
         await rig.wait_ready_pods(SERVE_SVC, 3)
     assert cur["status"]["activeServiceStatus"]["rayClusterName"] == cluster
     apps = cur["status"]["activeServiceStatus"]["applicationStatuses"]
     assert apps["fruit_app"]["status"] == "RUNNING"
+
+
+def _serve_config(replicas: int) -> Callable[[dict[str, Any]], None]:
+    return lambda rs: rs["spec"].update(serveConfigV2=yaml.safe_dump(serve_config(replicas)))
 
 
 async def _at_least(counter: Callable[[], float], n: float) -> bool:
@@ -215,9 +216,7 @@ async def test_api_server_outage_is_ridden_out_and_the_operator_resumes_without_
             await eventually(lambda: traffic.sent_at_least(mark + 100), "traffic during the outage")
             outage.remaining = 0  # the API server is back
 
-            svc = await rig.rs()
-            svc["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(2))
-            await rig.client.update(RAYSERVICES, svc)
+            await update_live(rig.client, RAYSERVICES, "rs", ns, _serve_config(2))
             cur = await rig.wait_ready("rs", endpoints=3)
             await rig.wait_ready_pods(SERVE_SVC, 3)
             assert operator.running()

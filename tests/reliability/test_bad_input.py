@@ -16,6 +16,7 @@ import yaml
 
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from kuberay_py.client import Invalid
+from tests.live import update_live
 
 from .conftest import InProcessOperator, Rig, Traffic, condition, eventually, rayservice, serve_config
 
@@ -65,9 +66,7 @@ async def test_invalid_update_is_reported_and_the_cluster_keeps_serving(rig: Rig
         rig.server.request_log.clear()
 
         async with Traffic(rig, SERVE_SVC, max_seconds=40, max_requests=4000) as traffic:
-            bad = copy.deepcopy(good)
-            breaks(bad["spec"])
-            bad = await rig.client.update(RAYSERVICES, bad)
+            await update_live(rig.client, RAYSERVICES, "rs", ns, lambda o: breaks(o["spec"]))
 
             async def reported() -> dict[str, Any] | None:
                 cur = await rig.rs()
@@ -87,9 +86,9 @@ async def test_invalid_update_is_reported_and_the_cluster_keeps_serving(rig: Rig
             assert await rig.ready_pods(SERVE_SVC) == serving
 
             # fixing the spec restores Ready on the same cluster
-            fixed = copy.deepcopy(good)
-            fixed["metadata"]["resourceVersion"] = (await rig.rs())["metadata"]["resourceVersion"]
-            await rig.client.update(RAYSERVICES, fixed)
+            await update_live(
+                rig.client, RAYSERVICES, "rs", ns, lambda o: o.update(spec=copy.deepcopy(good["spec"]))
+            )
             healed = await rig.wait_ready("rs", endpoints=4)
 
     assert word in condition(cur, cond_type)["message"]
@@ -109,10 +108,14 @@ async def test_update_rejected_by_the_crd_schema_changes_nothing(rig: Rig) -> No
     async with InProcessOperator(rig):
         await rig.client.create(RAYSERVICES, rayservice(), rig.namespace)
         good = await rig.wait_ready("rs", endpoints=4)
-        bad = copy.deepcopy(good)
-        bad["spec"]["rayClusterDeletionDelaySeconds"] = -1
         with pytest.raises(Invalid) as err:
-            await rig.client.update(RAYSERVICES, bad)
+            await update_live(
+                rig.client,
+                RAYSERVICES,
+                "rs",
+                rig.namespace,
+                lambda o: o["spec"].update(rayClusterDeletionDelaySeconds=-1),
+            )
         assert any(c["field"] == "spec.rayClusterDeletionDelaySeconds" for c in err.value.causes)
         after = await rig.rs()
         assert after["metadata"]["generation"] == good["metadata"]["generation"]

@@ -12,6 +12,7 @@ import asyncio
 
 from controllers.constants import RAYSERVICES
 from kuberay_py.client.resources import PODS
+from tests.live import update_live
 
 from .conftest import (
     InProcessOperator,
@@ -152,9 +153,13 @@ async def test_upgrade_paused_by_an_operator_outage_keeps_serving_and_resumes(ri
         svc = rayservice(delay=2)
         await rig.client.create(RAYSERVICES, svc, rig.namespace)
         old, _head_ip, _workers = await _converged(rig)
-        cur = await rig.rs()
-        cur["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
-        await rig.client.update(RAYSERVICES, cur)
+        await update_live(
+            rig.client,
+            RAYSERVICES,
+            "rs",
+            rig.namespace,
+            lambda o: o["spec"]["rayClusterConfig"].update(rayVersion="2.60.0"),
+        )
 
         async def pending() -> str | None:
             status = (await rig.rs()).get("status") or {}

@@ -16,6 +16,7 @@ from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.rayservice.cluster import DELETION_DEADLINE_ANNOTATION_KEY
 from kuberay_py.client import NotFound
 from kuberay_py.client.resources import LEASES, PODS
+from tests.live import update_live
 from tests.rayservice_harness import sample
 
 from .conftest import OperatorFactory, Rig, Traffic, eventually, rayservice
@@ -98,8 +99,10 @@ async def test_old_cluster_deletion_deadline_survives_a_sigkill(
     svc = await rig.wait_ready("rs", endpoints=2)
     old = svc["status"]["activeServiceStatus"]["rayClusterName"]
 
-    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"  # a new cluster, then the old one dangles
-    await rig.client.update(RAYSERVICES, svc)
+    # a new cluster, then the old one dangles
+    await update_live(
+        rig.client, RAYSERVICES, "rs", ns, lambda o: o["spec"]["rayClusterConfig"].update(rayVersion="2.60.0")
+    )
 
     async def deadline() -> str | None:
         rc = await rig.client.get(RAYCLUSTERS, old, ns)
@@ -129,6 +132,7 @@ async def test_old_cluster_deletion_deadline_survives_a_sigkill(
     await eventually(deleted, f"{old} deleted at its original deadline {scheduled}")
     assert second.running(), second.output()
     assert seen <= {scheduled}, f"the deadline was rewritten: {seen}"
+
     # the delete came from the new process, and not before the deadline (the event's own time).
     # Events are written asynchronously, after the delete: wait for it rather than read once.
     async def deletion_events() -> list[dict[str, Any]]:
@@ -162,8 +166,13 @@ async def test_sigkill_mid_upgrade_under_traffic_then_restart_finishes_the_upgra
 
     async with Traffic(rig, "rs-serve-svc", max_seconds=60, max_requests=8000) as traffic:
         slow = rig.server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 0, count=-1, delay=0.4)
-        svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
-        await rig.client.update(RAYSERVICES, svc)
+        await update_live(
+            rig.client,
+            RAYSERVICES,
+            "rs",
+            ns,
+            lambda o: o["spec"]["rayClusterConfig"].update(rayVersion="2.60.0"),
+        )
 
         async def new_cluster_workers() -> str | None:
             for rc in (await rig.client.list(RAYCLUSTERS, ns))["items"]:

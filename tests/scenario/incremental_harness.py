@@ -20,11 +20,12 @@ import yaml
 
 from controllers.constants import RAYSERVICES
 from controllers.raysim import RayPodRuntime, Timings
-from kuberay_py.client import Client, Conflict, NotFound
+from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import GATEWAYCLASSES, GATEWAYS, HTTPROUTES, PODS
 from kuberay_py.clock import FakeClock
 from kuberay_py.envtest import Environment
 from tests.gateway_api import GATEWAY_CRD_DIR, gateway_class
+from tests.live import update_live
 from tests.polling import condition, eventually
 from tests.rayservice_harness import (
     CRD_DIR,
@@ -187,13 +188,7 @@ class Upgrade:
 
     async def update_spec(self, name: str, edit: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
         """Apply ``edit`` to the current RayService, again on a 409 (the operator writes its status)."""
-        for _ in range(20):
-            try:
-                await self.client.update(RAYSERVICES, edit(await self.get(name)))
-                return
-            except Conflict:
-                continue
-        raise AssertionError(f"could not update {name}: conflicts kept coming")
+        await update_live(self.client, RAYSERVICES, name, self.namespace, edit)
 
     async def route(self, name: str) -> dict[str, Any] | None:
         try:

@@ -37,6 +37,7 @@ from kuberay_py.client.resources import PODS, SERVICES
 from kuberay_py.envtest import Environment
 from kuberay_py.metrics import registry
 from tests import golden
+from tests.live import update_live
 from tests.rayservice_harness import (
     CRD_DIR,
     Operator,
@@ -174,10 +175,11 @@ async def _kuberay_state(rig: Rig) -> dict[str, Any]:
 
     manifest = sample(SAMPLE)
     manifest["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(2))
-    svc = await client.create(RAYSERVICES, manifest, ns)
-    svc["metadata"].setdefault("finalizers", [])
-    svc["metadata"]["finalizers"] = ["ray.io/rayservice-finalizer"]  # as KubeRay adds it
-    svc = await client.update(RAYSERVICES, svc)
+    await client.create(RAYSERVICES, manifest, ns)
+    finalizer = ["ray.io/rayservice-finalizer"]  # as KubeRay adds it
+    svc = await update_live(
+        client, RAYSERVICES, "rayservice-sample", ns, lambda o: o["metadata"].update(finalizers=finalizer)
+    )
 
     names = {"rayservice-sample-RAND-head-RAND": f"{CLUSTER}-head-h4w8q"}
     workers = [p for p in by_kind["Pod"] if p["metadata"]["labels"]["ray.io/node-type"] == "worker"]
@@ -255,9 +257,9 @@ async def _kuberay_state(rig: Rig) -> dict[str, Any]:
         "serviceStatus": "Running",
         "lastUpdateTime": now,
     }  # fmt: skip
-    svc = await client.get(RAYSERVICES, "rayservice-sample", ns)
-    svc["status"] = status
-    return dict(await client.update_status(RAYSERVICES, svc))
+    return await update_live(
+        client, RAYSERVICES, "rayservice-sample", ns, lambda o: o.update(status=status), status=True
+    )
 
 
 async def _serving(rig: Rig, service: str) -> set[str]:
