@@ -9,4 +9,5 @@ RayCluster, RayService and RayJob controllers all read the same rules from here.
 * :mod:`.cache` -- the ``CacheReader`` protocol the reconcilers read through.
 * :mod:`.pods` -- the slimmed cached Pod's shape and the one Pod readiness rule.
 * :mod:`.ray_version` -- the one ``rayVersion`` parser and comparison every feature gate uses.
+* :mod:`.finalizers` -- the body of KubeRay's typed whole-object Update that adds/removes a finalizer.
 """

@@ -9,13 +9,13 @@ namespace deletion or quota release.
 
 from __future__ import annotations
 
-import copy
 from datetime import datetime
 from typing import Any
 
 from controllers import constants as C
 from controllers.api.names import parse_go_duration
 from controllers.common.events import write_with_events
+from controllers.common.finalizers import finalizer_update
 from controllers.common.objects import annotations_of, is_deleting, labels_of
 from controllers.raycluster import common
 from controllers.raycluster.context import ClusterContext
@@ -35,20 +35,15 @@ def needs_finalizer(cluster: dict[str, Any], options: RayClusterOptions) -> bool
 
 
 async def add_finalizer(client: Client, cluster: dict[str, Any]) -> dict[str, Any]:
-    """Add the finalizer with an optimistic-concurrency update; returns the updated object."""
-    body = copy.deepcopy(cluster)
-    body["metadata"].setdefault("finalizers", []).append(C.GCS_FT_REDIS_CLEANUP_FINALIZER)
-    body.pop("status", None)
+    """Add the finalizer as KubeRay does (typed whole-object Update after its ``setDefaults``);
+    returns the updated object, whose generation is bumped if that write changed the spec."""
+    body = finalizer_update("RayCluster", cluster, add=C.GCS_FT_REDIS_CLEANUP_FINALIZER)
     return await client.update(C.RAYCLUSTERS, body)
 
 
 async def _remove_finalizer(client: Client, cluster: dict[str, Any]) -> None:
-    body = copy.deepcopy(cluster)
-    body["metadata"]["finalizers"] = [
-        f for f in body["metadata"].get("finalizers") or [] if f != C.GCS_FT_REDIS_CLEANUP_FINALIZER
-    ]
-    body.pop("status", None)
     try:
+        body = finalizer_update("RayCluster", cluster, remove=C.GCS_FT_REDIS_CLEANUP_FINALIZER)
         await client.update(C.RAYCLUSTERS, body)
     except NotFound:
         return

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from controllers import constants as C
 from controllers.common.events import write_with_events
+from controllers.common.finalizers import finalizer_update
 from controllers.rayjob.builders import RAYJOB_FINALIZER
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.dashboard_access import stop_ray_job
@@ -23,33 +24,21 @@ _RANK = {"DeleteSelf": 3, "DeleteCluster": 2, "DeleteWorkers": 1, "DeleteNone": 
 
 
 async def add_finalizer(ctx: JobContext) -> Obj:
-    finalizers = list(ctx.job["metadata"].get("finalizers") or [])
-    if RAYJOB_FINALIZER in finalizers:
+    """Add the finalizer as KubeRay does, with a typed whole-object Update (which bumps the
+    generation of a hand-written spec); returns the stored object."""
+    if RAYJOB_FINALIZER in (ctx.job["metadata"].get("finalizers") or []):
         return ctx.job
-    patch = {
-        "metadata": {
-            "finalizers": [*finalizers, RAYJOB_FINALIZER],
-            "resourceVersion": ctx.job["metadata"]["resourceVersion"],
-        }
-    }
-    return await ctx.client.patch(C.RAYJOBS, ctx.name, patch, ctx.namespace)
+    return await ctx.client.update(C.RAYJOBS, finalizer_update("RayJob", ctx.job, add=RAYJOB_FINALIZER))
 
 
 async def finalize(ctx: JobContext) -> None:
     """Deleting: stop a Ray job that is still live, then let go (owner GC removes the children)."""
-    finalizers = list(ctx.job["metadata"].get("finalizers") or [])
-    if RAYJOB_FINALIZER not in finalizers:
+    if RAYJOB_FINALIZER not in (ctx.job["metadata"].get("finalizers") or []):
         return
     if ctx.status.get("jobStatus") not in ("STOPPED", "SUCCEEDED", "FAILED"):
         await stop_ray_job(ctx)
-    patch = {
-        "metadata": {
-            "finalizers": [f for f in finalizers if f != RAYJOB_FINALIZER],
-            "resourceVersion": ctx.job["metadata"]["resourceVersion"],
-        }
-    }
     try:
-        await ctx.client.patch(C.RAYJOBS, ctx.name, patch, ctx.namespace)
+        await ctx.client.update(C.RAYJOBS, finalizer_update("RayJob", ctx.job, remove=RAYJOB_FINALIZER))
     except NotFound:
         pass
     except Conflict:

@@ -142,7 +142,8 @@ class RayJobReconciler:
                 ctx.status.pop(field, None)
             ctx.status["jobDeploymentStatus"] = ""
 
-        if RAYJOB_FINALIZER not in (job["metadata"].get("finalizers") or []):
+        if ctx.state == "" and RAYJOB_FINALIZER not in (job["metadata"].get("finalizers") or []):
+            # KubeRay adds it only while the job is New (jobDeploymentStatus empty).
             written = await cleanup.add_finalizer(ctx)
             self._remember(ctx, job, written)
 

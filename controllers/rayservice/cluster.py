@@ -7,7 +7,6 @@ originating RayService (labels) and an owner reference for garbage collection an
 
 from __future__ import annotations
 
-import copy
 import secrets
 import string
 from typing import Any
@@ -16,6 +15,7 @@ from controllers import constants as c
 from controllers.api.rayservice import ServeConfigError, parse_serve_config
 from controllers.raycluster.common import controller_ref
 from controllers.rayservice.hashing import spec_hash
+from controllers.spechash import RAYCLUSTER_SPEC_TYPE, go_round_trip
 
 __all__ = [
     "DELETION_DEADLINE_ANNOTATION_KEY",
@@ -97,18 +97,11 @@ def build_ray_cluster(rayservice: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def with_go_struct_values(cluster_spec: dict[str, Any]) -> dict[str, Any]:
-    """A copy with the empty non-pointer structs KubeRay's Go client always sends.
+    """The spec as KubeRay's Go client sends it (:func:`controllers.spechash.go_round_trip`).
 
-    KubeRay writes the RayCluster from a Go struct, so every pod template has ``metadata: {}`` and
-    every worker group ``scaleStrategy: {}``. Writing the same keeps the stored child spec equal
-    to KubeRay's, so neither operator sees a spec change after a takeover.
+    KubeRay writes the RayCluster from a Go struct, so every pod template has ``metadata: {}``,
+    every container ``resources: {}``, every worker group ``scaleStrategy: {}``, and quantities are
+    canonical. Writing the same keeps the stored child spec equal to KubeRay's, so neither operator
+    sees a spec change after a takeover.
     """
-    spec = copy.deepcopy(cluster_spec)
-    groups = [spec.get("headGroupSpec"), *(spec.get("workerGroupSpecs") or [])]
-    for group in groups:
-        if isinstance(group, dict) and isinstance(group.get("template"), dict):
-            group["template"].setdefault("metadata", {})
-    for group in spec.get("workerGroupSpecs") or []:
-        if isinstance(group, dict):
-            group.setdefault("scaleStrategy", {})
-    return spec
+    return go_round_trip(cluster_spec, RAYCLUSTER_SPEC_TYPE)

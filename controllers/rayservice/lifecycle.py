@@ -15,6 +15,7 @@ from typing import Any
 from controllers import constants as c
 from controllers.api.validation import parse_initializing_timeout, validate_rayservice
 from controllers.common.cache import CacheReader
+from controllers.common.finalizers import finalizer_update
 from controllers.common.objects import annotations_of
 from controllers.constants import RAYSERVICES
 from controllers.rayservice.clusters import delete_cluster, owned_clusters
@@ -77,11 +78,9 @@ async def finalize(ctx: ServiceContext) -> None:
             await delete_cluster(ctx, cluster)
     if clusters:
         return  # the RayCluster delete events wake us up again
-    finalizers = ctx.svc["metadata"].get("finalizers") or []
-    if c.RAYSERVICE_FINALIZER in finalizers:
-        body = copy.deepcopy(ctx.svc)
-        body["metadata"]["finalizers"] = [f for f in finalizers if f != c.RAYSERVICE_FINALIZER]
+    if c.RAYSERVICE_FINALIZER in (ctx.svc["metadata"].get("finalizers") or []):
         try:
+            body = finalizer_update("RayService", ctx.svc, remove=c.RAYSERVICE_FINALIZER)
             await ctx.client.update(RAYSERVICES, body)
         except NotFound:
             pass
@@ -89,11 +88,16 @@ async def finalize(ctx: ServiceContext) -> None:
 
 
 async def ensure_finalizer(ctx: ServiceContext) -> None:
+    """Add the finalizer with KubeRay's typed whole-object Update.
+
+    On a hand-written spec that write bumps ``generation`` (KubeRay's e2e test pins 2 right after
+    creation), so the working status observes the written object's generation.
+    """
     if c.RAYSERVICE_FINALIZER in (ctx.svc["metadata"].get("finalizers") or []):
         return
-    body = copy.deepcopy(ctx.svc)
-    body["metadata"]["finalizers"] = [*(ctx.svc["metadata"].get("finalizers") or []), c.RAYSERVICE_FINALIZER]
+    body = finalizer_update("RayService", ctx.svc, add=c.RAYSERVICE_FINALIZER)
     ctx.svc = await ctx.client.update(RAYSERVICES, body)
+    ctx.status["observedGeneration"] = int(ctx.svc["metadata"].get("generation") or 0)
 
 
 def validate(ctx: ServiceContext) -> list[Any]:

@@ -153,7 +153,12 @@ class RayServiceReconciler:
         resume(ctx)
         await clean_up_dangling_clusters(ctx)
         if is_initializing_timeout(ctx.status):
-            return None  # terminal (KubeRay): only the clean-up of the clusters it no longer names goes on
+            # Terminal (KubeRay): only the clean-up of the clusters it no longer names goes on, and
+            # KubeRay writes no status, so observedGeneration stays at the generation that timed out.
+            stored = (ctx.svc.get("status") or {}).get("observedGeneration")
+            if stored is not None:
+                ctx.status["observedGeneration"] = int(stored)
+            return None
         self.memory.serve_configs.retain(ctx.key, set(cluster_names(ctx.status)))
 
         active, pending = await reconcile_clusters(ctx)

@@ -13,9 +13,12 @@ unknown keys are ignored, as Go's decoder ignores them).
 
 from __future__ import annotations
 
+import math
 import re
+import struct
 from collections.abc import Callable
 from datetime import UTC
+from decimal import Decimal
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -33,7 +36,8 @@ _TIME = "k8s.io/apimachinery/pkg/apis/meta/v1.Time"
 _FIELDS_V1 = "k8s.io/apimachinery/pkg/apis/meta/v1.FieldsV1"
 _RESOURCE_LIST = "k8s.io/api/core/v1.ResourceList"
 _INTEGER_KINDS = frozenset({"int32", "int64"})
-_SCALAR_KINDS = frozenset({"string", "bool", "int32", "int64"})
+_SCALAR_KINDS = frozenset({"string", "bool", "int32", "int64", "float32"})
+_TABLES = ("go_json_field_order.json", "go_json_field_order_ray_v1.json")
 
 _ESCAPES = {
     '"': '\\"',
@@ -139,7 +143,7 @@ class GoJsonEncoder:
         zero: Any = None
         if base in _SCALAR_KINDS:
             emit = _SCALAR_EMITTERS[base]
-            zero = {"string": "", "bool": False, "int32": 0, "int64": 0}[base]
+            zero = {"string": "", "bool": False, "int32": 0, "int64": 0, "float32": 0}[base]
         elif base == "struct":
             emit = self._struct(field["type_ref"])
             zero = {}
@@ -229,11 +233,44 @@ def _emit_int(value: Any, path: str) -> str:
     return str(value)
 
 
+def _emit_float32(value: Any, path: str) -> str:
+    """A ``float32`` as Go writes it: the shortest decimal that reads back as the same float32,
+    positional unless below 1e-6 or from 1e21 on (then ``1e-7``, not ``1e-07``)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise GoJsonError(f"{path}: expected a number, got {value!r}")
+    try:
+        single = _to_float32(float(value))
+    except OverflowError:
+        raise GoJsonError(f"{path}: {value!r} does not fit a float32") from None
+    if not math.isfinite(single):
+        raise GoJsonError(f"{path}: {value!r} is not a finite number")
+    if single == 0:
+        return "-0" if math.copysign(1.0, single) < 0 else "0"
+    for digits in range(1, 10):
+        text = f"{single:.{digits - 1}e}"
+        if _to_float32(float(text)) == single:
+            break
+    exact = Decimal(text).normalize()
+    if _F32_SMALL <= abs(single) < _F32_LARGE:  # Go compares at float32 precision
+        return format(exact, "f")
+    mantissa, _, exponent = f"{exact:e}".partition("e")
+    return f"{mantissa}e{int(exponent):+d}"  # Go trims e-07 to e-7; |exponent| >= 7 here
+
+
+def _to_float32(value: float) -> float:
+    converted: float = struct.unpack("<f", struct.pack("<f", value))[0]
+    return converted
+
+
+_F32_SMALL = _to_float32(1e-6)
+_F32_LARGE = _to_float32(1e21)
+
 _SCALAR_EMITTERS: dict[str, Emit] = {
     "string": _emit_string,
     "bool": _emit_bool,
     "int32": _emit_int,
     "int64": _emit_int,
+    "float32": _emit_float32,
 }
 
 
@@ -317,6 +354,13 @@ _MARSHALERS: dict[str, Emit] = {
 
 @cache
 def default_encoder() -> GoJsonEncoder:
-    """The encoder for the Go types of KubeRay v1.7 (k8s.io/api v0.36), loaded once."""
-    text = resources.files("controllers.spechash").joinpath("go_json_field_order.json").read_bytes()
-    return GoJsonEncoder(orjson.loads(text))
+    """The encoder for the Go types of KubeRay v1.7 (k8s.io/api v0.36), loaded once.
+
+    Two tables: the reflected one rooted at ``RayClusterSpec`` and the ray.io/v1 spec types above
+    it (RayService, RayJob, RayCronJob), which reach the first table's types.
+    """
+    types: dict[str, Any] = {}
+    for name in _TABLES:
+        text = resources.files("controllers.spechash").joinpath(name).read_bytes()
+        types.update(orjson.loads(text)["types"])
+    return GoJsonEncoder({"types": types})

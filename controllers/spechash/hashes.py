@@ -24,6 +24,7 @@ import hashlib
 from typing import Any
 
 from controllers.spechash.gojson import default_encoder
+from controllers.spechash.typed import kuberay_cluster_defaults
 
 __all__ = [
     "RAYCLUSTER_SPEC_TYPE",
@@ -113,14 +114,4 @@ def recreate_hash(cluster_spec: dict[str, Any]) -> str:
 
     ``suspend`` is *not* cleared here, unlike the RayService hash.
     """
-    spec = dict(cluster_spec)
-    head = spec.get("headGroupSpec")
-    if isinstance(head, dict) and head.get("rayStartParams") is None:
-        spec["headGroupSpec"] = {**head, "rayStartParams": {}}
-    groups = spec.get("workerGroupSpecs")
-    if isinstance(groups, list):
-        spec["workerGroupSpecs"] = [
-            {**g, "rayStartParams": {}} if isinstance(g, dict) and g.get("rayStartParams") is None else g
-            for g in groups
-        ]
-    return hash_without_replicas_and_workers_to_delete(spec)
+    return hash_without_replicas_and_workers_to_delete(kuberay_cluster_defaults(cluster_spec))

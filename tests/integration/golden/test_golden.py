@@ -44,12 +44,6 @@ _READ = [c.RAYSERVICES, c.RAYCLUSTERS, PODS, SERVICES, SERVICEACCOUNTS, ROLES, R
 # like "Pod/<name>#<i>.spec.containers[0].env[3].name" or "events"; the value regex is matched
 # against the side that is not "<absent>" (KubeRay's value, else ours).
 ALLOWED: list[tuple[str, str, str | None, str]] = [
-    # KubeRay adds its finalizer with an Update of the whole object as its Go types re-encode
-    # it (empty structs, canonical quantities), which counts as a spec change and bumps
-    # metadata.generation to 2; we patch only the finalizer, so generation and everything that
-    # reports it stay 1. docs/differences.md "Drop-in compatibility": observedGeneration.
-    ("ray-service.*", r"RayService/[^.]+#0\.status\.(conditions\[\d+\]\.)?observedGeneration", None, "gen"),
-    ("ray-cluster.external-redis.yaml", r"RayCluster/[^.]+#0\.status\.observedGeneration", None, "gen"),
     # One CreatedWorkerPod event per scale-up round naming every Pod, instead of KubeRay's one
     # per Pod (docs/differences.md, RayCluster controller). A round of one Pod keeps KubeRay's
     # exact message, so only samples with two or more workers in a group differ.

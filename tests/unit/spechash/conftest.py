@@ -46,8 +46,29 @@ def as_stored(name: str) -> dict[str, Any]:
 
 @cache
 def _stored(name: str) -> dict[str, Any]:
-    obj = copy.deepcopy(as_written(name))
-    plural = {"RayCluster": "rayclusters", "RayService": "rayservices"}[obj["kind"]]
-    causes = _schema(plural).admit(obj, None)
+    return admitted(as_written(name))
+
+
+_PLURALS = {
+    "RayCluster": "rayclusters",
+    "RayService": "rayservices",
+    "RayJob": "rayjobs",
+    "RayCronJob": "raycronjobs",
+}
+
+
+def admitted(obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a ray.io object as the API server stores it (pruned, defaulted, nulls dropped)."""
+    out = copy.deepcopy(obj)
+    causes = _schema(_PLURALS[out["kind"]]).admit(out, None)
     assert not causes, causes
-    return obj
+    return out
+
+
+def ray_object(name: str) -> dict[str, Any]:
+    """The sample's ray.io object as written (samples may bring ConfigMaps and others first)."""
+    path = FIXTURES / "samples" / name
+    found: dict[str, Any] = next(
+        d for d in yaml.safe_load_all(path.read_text()) if d and d["kind"] in _PLURALS
+    )
+    return found
