@@ -123,6 +123,8 @@ class OperatorFlags:
     # None: KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV, else 300 s.
     raycluster_resync_period: float | None = None
     feature_gates: dict[str, bool] = field(default_factory=lambda: dict(FEATURE_GATES))
+    # "all": KubeRay's replay of every missed RayCronJob tick; "latest": only the most recent one.
+    raycronjob_missed_ticks: str = "all"
 
 
 class _OneLineParser(argparse.ArgumentParser):
@@ -175,6 +177,15 @@ def _add_operator_tuning(p: argparse.ArgumentParser) -> None:
         help=(
             "KubeRay feature gates, e.g. RayCronJob=true (default: RayCronJob off, RayJobDeletionPolicy "
             "and RayServiceIncrementalUpgrade on)"
+        ),
+    )
+    p.add_argument(
+        "--raycronjob-missed-ticks",
+        choices=["all", "latest"],
+        default="all",
+        help=(
+            "RayCronJob ticks missed during an outage or a suspend: all = one RayJob each, earliest "
+            "first, as KubeRay (default); latest = only the most recent, as a batch/v1 CronJob"
         ),
     )
     p.add_argument(

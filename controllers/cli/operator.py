@@ -19,7 +19,9 @@ from controllers.constants import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from controllers.metrics import register_info_metrics
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
+from controllers.raycronjob.options import RayCronJobOptions
 from controllers.raycronjob.setup import setup as setup_raycronjob
+from controllers.raycronjob.ticks import MissedTicks
 from controllers.rayjob.metrics import register_job_metrics
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.setup import setup as setup_rayjob
@@ -77,7 +79,12 @@ def build_manager(
         options=dataclasses.replace(RayJobOptions.from_env(), deletion_policy=gates["RayJobDeletionPolicy"]),
     )
     if gates["RayCronJob"]:
-        setup_raycronjob(manager, max_concurrent_reconciles=flags.reconcile_concurrency)
+        missed: MissedTicks = "latest" if flags.raycronjob_missed_ticks == "latest" else "all"
+        setup_raycronjob(
+            manager,
+            options=RayCronJobOptions(missed_ticks=missed),
+            max_concurrent_reconciles=flags.reconcile_concurrency,
+        )
 
     def cached(res: Resource) -> list[dict[str, Any]]:
         try:

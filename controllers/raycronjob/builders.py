@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 from datetime import UTC, datetime
 
 from controllers.rayjob.builders import CRONJOB_NAME_LABEL, CRONJOB_TIMESTAMP_ANNOTATION, controller_ref
+from controllers.spechash import RAYJOB_SPEC_TYPE, go_round_trip
 from kuberay_py.objects import Obj
 
 __all__ = ["child_name", "child_rayjob"]
@@ -30,5 +30,7 @@ def child_rayjob(cron: Obj, tick: datetime) -> Obj:
             },
             "ownerReferences": [controller_ref(cron)],
         },
-        "spec": copy.deepcopy((cron.get("spec") or {}).get("jobTemplate") or {}),
+        # KubeRay creates the child from its Go types: the stored spec is the template's Go round
+        # trip, so the child's finalizer write changes nothing and its generation stays 1.
+        "spec": go_round_trip((cron.get("spec") or {}).get("jobTemplate") or {}, RAYJOB_SPEC_TYPE),
     }

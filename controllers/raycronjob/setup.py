@@ -1,7 +1,8 @@
 """Wiring the RayCronJob controller (feature gate ``RayCronJob``, off by default as in KubeRay).
 
 Watches ``for_(RayCronJob)`` on generation changes only: its own ``lastScheduleTime`` writes wake
-nothing (the next tick is a timer). No ``owns``: the child RayJobs live on their own, as KubeRay's.
+nothing (the next tick is a timer; a replay of missed ticks runs within the pass). No ``owns``:
+the child RayJobs live on their own, as KubeRay's.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from controllers import constants as C
+from controllers.raycronjob.options import RayCronJobOptions
 from controllers.raycronjob.reconciler import RayCronJobReconciler
 from kuberay_py.clock import Clock
 from kuberay_py.controller import GenerationChanged
@@ -22,10 +24,18 @@ CONTROLLER_NAME = "raycronjob-controller"
 
 
 def setup(
-    manager: Manager, *, clock: Clock | None = None, max_concurrent_reconciles: int = 1
+    manager: Manager,
+    *,
+    clock: Clock | None = None,
+    options: RayCronJobOptions | None = None,
+    max_concurrent_reconciles: int = 1,
 ) -> RayCronJobReconciler:
     reconciler = RayCronJobReconciler(
-        manager.client, manager.cache, manager.event_recorder(CONTROLLER_NAME), clock=clock or manager.clock
+        manager.client,
+        manager.cache,
+        manager.event_recorder(CONTROLLER_NAME),
+        clock=clock or manager.clock,
+        options=options,
     )
     (
         manager.controller(CONTROLLER_NAME)

@@ -1,4 +1,5 @@
-"""The RayCronJob controller on a FakeClock: children on schedule, no burst after an outage,
+"""The RayCronJob controller on a FakeClock: children on schedule, the catch-up on missed ticks
+(every one, earliest first, as KubeRay; or only the latest with ``--raycronjob-missed-ticks=latest``),
 suspend, invalid specs, and the feature gate (off by default, as in KubeRay)."""
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import pytest_asyncio
 
 from controllers.cli.flags import operator_flags, parse_args
 from controllers.constants import RAYCRONJOBS, RAYJOBS
+from controllers.raycronjob.options import RayCronJobOptions
 from controllers.raycronjob.setup import setup as setup_raycronjob
 from kuberay_py.client import Client
 from kuberay_py.clock import FakeClock, parse_rfc3339
@@ -32,15 +34,18 @@ async def env() -> AsyncIterator[Environment]:
         yield e
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def cron_env(env: Environment) -> AsyncIterator[tuple[Client, str, FakeClock]]:
+@pytest_asyncio.fixture(loop_scope="session", params=["all", "latest"])
+async def cron_env(
+    env: Environment, request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[Client, str, FakeClock]]:
+    """The controller with each ``--raycronjob-missed-ticks`` policy (``all`` is the default)."""
     clock = FakeClock(wall_start=datetime.now(UTC))
     mgr = Manager(
         env.client_config,
         ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0"),
         clock=clock,
     )
-    setup_raycronjob(mgr)
+    setup_raycronjob(mgr, options=RayCronJobOptions(missed_ticks=request.param))
     task = asyncio.create_task(mgr.run(install_signal_handlers=False))
     client = env.new_client()
     ns = await env.create_namespace()
@@ -69,10 +74,11 @@ async def children(client: Client, ns: str, cron_name: str) -> list[dict[str, An
     return sorted(items, key=lambda j: j["metadata"]["name"])
 
 
-async def test_children_follow_the_schedule_and_a_resume_runs_only_the_latest_missed_tick(
-    cron_env: tuple[Client, str, FakeClock],
+async def test_children_follow_the_schedule_and_a_resume_catches_up_on_missed_ticks(
+    cron_env: tuple[Client, str, FakeClock], request: pytest.FixtureRequest
 ) -> None:
     client, ns, clock = cron_env
+    policy = request.node.callspec.params["cron_env"]
     created = await client.create(RAYCRONJOBS, cron("nightly", "*/5 * * * *"), ns)
     start = parse_rfc3339(created["metadata"]["creationTimestamp"])
     assert start is not None
@@ -94,17 +100,23 @@ async def test_children_follow_the_schedule_and_a_resume_runs_only_the_latest_mi
     assert (ref["kind"], ref["name"], ref["controller"]) == ("RayCronJob", "nightly", True)
     assert child["spec"]["submissionMode"] == "HTTPMode"
     await eventually(lambda: _scheduled_at(client, ns, "nightly", first), "lastScheduleTime", 20)
-    # Three ticks missed while suspended: on resume one child, for the latest tick (KubeRay
-    # replays all three, earliest first).
+    # Three ticks missed while suspended.
     await client.patch(RAYCRONJOBS, "nightly", {"spec": {"suspend": True}}, ns)
     await eventually(lambda: _event(client, ns, "SuspendedRayCronJob"), "suspended", 20)
     await clock.advance(3 * 300)
     assert len(await children(client, ns, "nightly")) == 1
     await client.patch(RAYCRONJOBS, "nightly", {"spec": {"suspend": False}}, ns)
-    kids = await eventually(lambda: n_children(2), "one catch-up child", 20)
-    # KubeRay's catch-up creates the earliest missed tick first; the latest one shows it did not.
-    assert kids[1]["metadata"]["name"] == f"nightly-{(first + 900) // 60}"
-    await eventually(lambda: _scheduled_at(client, ns, "nightly", first + 900), "lastScheduleTime", 20)
+    missed = [first + 300, first + 600, first + 900]
+    if policy == "all":
+        # KubeRay's catch-up (the default): one child per missed tick, and lastScheduleTime walks
+        # them earliest first to the latest.
+        kids = await eventually(lambda: n_children(4), "a child for each missed tick", 20)
+        assert [k["metadata"]["name"] for k in kids[1:]] == [f"nightly-{t // 60}" for t in missed]
+    else:
+        # --raycronjob-missed-ticks=latest: one child, for the latest missed tick only.
+        kids = await eventually(lambda: n_children(2), "one catch-up child", 20)
+        assert kids[1]["metadata"]["name"] == f"nightly-{missed[-1] // 60}"
+    await eventually(lambda: _scheduled_at(client, ns, "nightly", missed[-1]), "lastScheduleTime", 20)
 
 
 async def _scheduled_at(client: Client, ns: str, name: str, tick: int) -> bool:
@@ -136,3 +148,10 @@ async def test_suspend_and_invalid_specs_create_nothing(cron_env: tuple[Client, 
 @pytest.mark.parametrize(("argv", "on"), [([], False), (["--feature-gates", "RayCronJob=true"], True)])
 def test_the_feature_gate_is_off_by_default(argv: list[str], on: bool) -> None:
     assert operator_flags(parse_args(argv)).feature_gates["RayCronJob"] is on
+
+
+@pytest.mark.parametrize(
+    ("argv", "policy"), [([], "all"), (["--raycronjob-missed-ticks", "latest"], "latest")]
+)
+def test_missed_ticks_are_replayed_unless_the_flag_says_latest(argv: list[str], policy: str) -> None:
+    assert operator_flags(parse_args(argv)).raycronjob_missed_ticks == policy
