@@ -8,8 +8,10 @@ v1.7.0 stored: its child RayClusters (created from the typed RayService spec) an
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Any
 
+import orjson
 import pytest
 import yaml
 
@@ -17,13 +19,14 @@ from controllers.common.finalizers import finalizer_update
 from controllers.spechash import (
     RAYCLUSTER_SPEC_TYPE,
     RAYJOB_SPEC_TYPE,
+    SPEC_TYPES,
     go_round_trip,
     go_typed_spec,
     kuberay_cluster_defaults,
 )
 from controllers.spechash.gojson import GoJsonError, default_encoder
 
-from .conftest import FIXTURES, admitted, ray_object
+from .conftest import FIXTURES, ROOT, admitted, ray_object
 
 GOLDEN = FIXTURES / "golden"
 SAMPLES = sorted(
@@ -225,3 +228,55 @@ def test_the_finalizer_update_body() -> None:
         remove="ray.io/x",
     )
     assert "finalizers" not in removed["metadata"]  # an emptied list is not sent (omitempty)
+
+
+def _go_fields(type_key: str) -> dict[str, dict[str, Any]]:
+    table = default_encoder_table()
+    out: dict[str, dict[str, Any]] = {}
+    for field in table[type_key].get("fields") or []:
+        out.update(_go_fields(field["type_ref"]) if field["inline"] else {field["json"]: field})
+    return out
+
+
+@cache
+def default_encoder_table() -> dict[str, Any]:
+    types: dict[str, Any] = {}
+    for name in ("go_json_field_order.json", "go_json_field_order_ray_v1.json"):
+        types.update(orjson.loads((ROOT / "controllers" / "spechash" / name).read_bytes())["types"])
+    return types
+
+
+def _unknown_to_go(schema: dict[str, Any], type_key: str, path: str) -> list[str]:
+    table = default_encoder_table()
+    if table.get(type_key, {}).get("kind") != "struct" or "fields" not in table[type_key]:
+        return []
+    fields = _go_fields(type_key)
+    missing: list[str] = []
+    for key, sub in (schema.get("properties") or {}).items():
+        if key not in fields:
+            missing.append(f"{path}.{key}")
+            continue
+        if sub.get("type") == "array":
+            sub = sub.get("items") or {}
+        if fields[key]["type_ref"]:
+            missing += _unknown_to_go(sub, fields[key]["type_ref"], f"{path}.{key}")
+    return missing
+
+
+@pytest.mark.parametrize(
+    ("plural", "kind"),
+    [
+        ("rayclusters", "RayCluster"),
+        ("rayservices", "RayService"),
+        ("rayjobs", "RayJob"),
+        ("raycronjobs", "RayCronJob"),
+    ],
+)
+def test_the_typed_write_never_drops_a_field_the_crd_stores(plural: str, kind: str) -> None:
+    """Every spec field our CRD keeps is a field of KubeRay's Go types, so the round trip loses
+    nothing a user wrote (the tables and the CRD describe the same API)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    crd = yaml.load((ROOT / "config" / "crd" / "bases" / f"ray.io_{plural}.yaml").read_text(), Loader=loader)
+    (v1,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1"]
+    spec_schema = v1["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert _unknown_to_go(spec_schema, SPEC_TYPES[kind], "spec") == []
