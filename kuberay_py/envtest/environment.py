@@ -6,6 +6,9 @@ Mirrors controller-runtime's ``envtest.Environment``: ``KUBEBUILDER_ASSETS`` (or
 the in-process :class:`BuiltinAPIServer` serves. CRDs are installed and waited for until
 Established and served, then a kubeconfig file and a :class:`~kuberay_py.client.ClientConfig` are
 handed out. With ``simulate=True`` the cluster simulator (kubelet, EndpointSlices, GC) runs alongside.
+With ``rbac=True`` the built-in server enforces RBAC as a real kube-apiserver always does, and
+``service_account_config`` hands out credentials of a ServiceAccount (a TokenRequest token), so a
+controller can run under the RBAC it will get in a cluster.
 
 ``kubeconfig_out`` is written only once the whole environment is ready (CRDs Established *and*
 served, the simulator synced), atomically (temp file + rename): a client that waits for the file
@@ -33,6 +36,7 @@ from .controlplane import Assets, ControlPlane, find_assets, make_certs
 from .crdfiles import read_crds
 from .kubeconfig import kubeconfig_dict, write_kubeconfig
 from .rest import RestError, request_json
+from .serviceaccount import request_token, write_service_account_kubeconfig
 
 if TYPE_CHECKING:
     from kuberay_py.client import Client, ClientConfig
@@ -71,6 +75,7 @@ class Environment:
         assets: Assets | None = None,
         tls: bool = False,
         pod_cidr: str | None = None,
+        rbac: bool = False,
     ) -> None:
         self.crd_paths = list(crd_paths)
         self.simulate = simulate
@@ -85,6 +90,9 @@ class Environment:
         self._assets = assets
         self.tls = tls
         self.pod_cidr = pod_cidr
+        # The built-in server enforces RBAC only when asked; a real kube-apiserver always does
+        # (--authorization-mode=RBAC), and the environment's admin is in system:masters there.
+        self.rbac = rbac
         self._pod_networks: list[PodNetwork] = []
         self.server: BuiltinAPIServer | None = None
         self.control_plane: ControlPlane | None = None
@@ -175,6 +183,8 @@ class Environment:
             log.info("envtest.real_apiserver", url=self.url)
             return
         options = dict(self.server_options)
+        if self.rbac:
+            options.setdefault("rbac", True)
         ca_file = None
         if self.tls:
             certs = await asyncio.to_thread(make_certs, os.path.join(self._tmpdir.name, "certs"))
@@ -360,6 +370,41 @@ class Environment:
             if not any(r.get("name") == plural for r in doc.get("resources") or []):
                 return False
         return True
+
+    # -- ServiceAccounts ---------------------------------------------------------------------------
+
+    async def service_account_token(
+        self, namespace: str, name: str, *, expiration_seconds: int = 3600, audiences: list[str] | None = None
+    ) -> str:
+        """A token for an existing ServiceAccount, from its TokenRequest subresource."""
+        assert self._api is not None, "Environment is not started"
+        return await request_token(
+            self._api, namespace, name, expiration_seconds=expiration_seconds, audiences=audiences
+        )
+
+    async def service_account_kubeconfig(
+        self, namespace: str, name: str, path: str | None = None, *, expiration_seconds: int = 3600
+    ) -> str:
+        """A kubeconfig file that authenticates as the ServiceAccount (its token, no client certificate)."""
+        assert self._tmpdir is not None, "Environment is not started"
+        token = await self.service_account_token(namespace, name, expiration_seconds=expiration_seconds)
+        target = path or os.path.join(self._tmpdir.name, f"kubeconfig-sa-{namespace}-{name}")
+        return write_service_account_kubeconfig(target, self.kubeconfig_path, token, namespace)
+
+    async def service_account_config(
+        self,
+        namespace: str,
+        name: str,
+        *,
+        expiration_seconds: int = 3600,
+        qps: float = 100.0,
+        burst: int = 200,
+    ) -> ClientConfig:
+        """A client configuration that acts as the ServiceAccount, as a controller in a Pod would."""
+        from kuberay_py.client import load_config
+
+        path = await self.service_account_kubeconfig(namespace, name, expiration_seconds=expiration_seconds)
+        return await load_config(path, qps=qps, burst=burst)
 
     # -- convenience ------------------------------------------------------------------------------
 

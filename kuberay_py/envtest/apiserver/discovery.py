@@ -90,6 +90,17 @@ def resource_list(registry: Registry, group: str, version: str) -> dict[str, Any
             )
         if rt.key == ("", "pods"):
             resources.append({"name": "pods/binding", **sub, "kind": "Binding", "verbs": ["create"]})
+        if rt.key == ("", "serviceaccounts"):
+            resources.append(
+                {
+                    "name": "serviceaccounts/token",
+                    **sub,
+                    "group": "authentication.k8s.io",
+                    "version": "v1",
+                    "kind": "TokenRequest",
+                    "verbs": ["create"],
+                }
+            )
         if rt.key == ("", "namespaces"):
             resources.append({"name": "namespaces/finalize", **sub, "verbs": ["update"]})
     gv = f"{group}/{version}" if group else version

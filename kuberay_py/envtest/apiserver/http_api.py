@@ -17,7 +17,9 @@ import yaml
 from aiohttp import web
 
 from . import discovery, openapi, tables
+from .access import AccessControl, current_user
 from .apply import server_side_apply
+from .authn import ADMIN
 from .core import ApiCore
 from .deletion import DeleteOptions, delete_collection, delete_object, success_status
 from .errors import StatusError
@@ -44,6 +46,7 @@ class HandlerSettings:
     bookmark_interval: float = 1.0
     watch_timeout: float = 1800.0
     address: str = ""  # host:port, known once the server listens (discovery's serverAddress)
+    access: AccessControl | None = None  # authentication and authorization, before routing
 
 log = structlog.get_logger("kuberay_py.envtest.apiserver")
 
@@ -95,6 +98,10 @@ class ApiHandler:
     async def handle(self, request: web.Request) -> web.StreamResponse:
         verb, resource, namespace = "unknown", "", None
         try:
+            if self.settings.access is not None:
+                self.settings.access.check(
+                    request.method, request.path, request.query, request.headers.get("Authorization")
+                )
             route, verb = self._route(request)
             if route is not None and route.rt is not None:
                 rt = route.rt
@@ -178,6 +185,8 @@ class ApiHandler:
             return rt.key == ("", "namespaces")
         if sub == "binding":
             return rt.key == ("", "pods")
+        if sub == "token":
+            return rt.key == ("", "serviceaccounts")
         return False
 
     @staticmethod
@@ -186,7 +195,7 @@ class ApiHandler:
             if method == "GET":
                 return "watch" if route.watch_prefix or boolean(request.query, "watch") else "list"
             return {"POST": "create", "DELETE": "deletecollection"}.get(method, "unknown")
-        if route.sub == "binding":
+        if route.sub in ("binding", "token"):
             return "create"
         if method == "GET":
             return "watch" if route.watch_prefix else "get"
@@ -236,6 +245,13 @@ class ApiHandler:
             return self._discovery(request)
         rt = route.rt
         assert rt is not None
+        access = self.settings.access
+        answer = access.virtual.get((rt.group, rt.plural, route.sub)) if access is not None else None
+        if answer is not None:  # TokenRequest and the reviews: create-only, nothing stored
+            if verb != "create":
+                raise StatusError.method_not_allowed(request.method)
+            body = await self._object_body(request)
+            return json_response(answer(route.namespace, route.name, body, current_user.get() or ADMIN), 201)
         q = request.query
         dry_run = dry_run_param(q, verb)
         strict = field_validation(q) == "Strict"

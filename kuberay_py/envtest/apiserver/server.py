@@ -16,6 +16,8 @@ from typing import Any
 from aiohttp import web
 
 from ...clock import Clock
+from .access import AccessControl, Denial
+from .bootstrap import bootstrap_cluster_role_bindings, bootstrap_cluster_roles
 from .builtin_types import BUILTIN_TYPES
 from .core import ApiCore
 from .crds import CRD_KEY, CrdHooks
@@ -26,6 +28,8 @@ from .faults import Fault, FaultInjector, RequestLog
 from .http_api import MAX_BODY, ApiHandler, HandlerSettings
 from .jobs import JobHooks
 from .kinds import NamespaceHooks, PodHooks, SecretHooks, ServiceHooks
+from .rbackinds import RbacHooks
+from .reviews import REVIEW_TYPES, virtual_creates
 
 __all__ = ["BuiltinAPIServer"]
 
@@ -46,6 +50,7 @@ class BuiltinAPIServer:
         service_cidr: str = "10.0.0.0/16",
         ssl_context: ssl.SSLContext | None = None,
         accept_loopback_endpoint_addresses: bool = False,
+        rbac: bool = False,
     ) -> None:
         self.host = host
         self.ssl_context = ssl_context
@@ -56,6 +61,13 @@ class BuiltinAPIServer:
         self._runner: web.AppRunner | None = None
         reg = self.core.registry
         reg.add_all(BUILTIN_TYPES)
+        reg.add_all(REVIEW_TYPES)
+        # Authentication and authorization; RBAC is enforced only with rbac=True.
+        self.access = AccessControl(self.core, rbac=rbac)
+        self.access.virtual.update(virtual_creates(self.access))
+        rbac_hooks = RbacHooks(self.access)
+        for plural in ("roles", "clusterroles", "rolebindings", "clusterrolebindings"):
+            self.core.hooks[("rbac.authorization.k8s.io", plural)] = rbac_hooks
         self.core.hooks[("", "pods")] = PodHooks()
         self.core.hooks[("", "services")] = ServiceHooks(service_cidr)
         self.core.hooks[("", "namespaces")] = NamespaceHooks(namespace_controller)
@@ -72,12 +84,22 @@ class BuiltinAPIServer:
         assert ns_rt is not None
         for name in _INITIAL_NAMESPACES:
             self.core.create(ns_rt, None, {"metadata": {"name": name}})
+        if rbac:  # kube-apiserver's RBAC post-start hook: the default roles and bindings
+            for plural, docs in (
+                ("clusterroles", bootstrap_cluster_roles()),
+                ("clusterrolebindings", bootstrap_cluster_role_bindings()),
+            ):
+                rbac_rt = reg.get("rbac.authorization.k8s.io", "v1", plural)
+                assert rbac_rt is not None
+                for doc in docs:
+                    self.core.create(rbac_rt, None, doc)
         self.settings = HandlerSettings(
             self.core,
             self.faults,
             self.request_log,
             bookmark_interval=bookmark_interval,
             watch_timeout=watch_timeout,
+            access=self.access,
         )
         self._handler = ApiHandler(self.settings)
 
@@ -221,6 +243,16 @@ class BuiltinAPIServer:
     @property
     def resource_version(self) -> int:
         return self.core.storage.rv
+
+    @property
+    def rbac(self) -> bool:
+        """Whether RBAC is enforced (``rbac=True``); without it every request acts as the admin."""
+        return self.access.rbac
+
+    @property
+    def denials(self) -> list[Denial]:
+        """Every request refused with 403 so far (for "this controller was never forbidden" tests)."""
+        return self.access.denials
 
     def counts_by_verb(self, resource: str | None = None) -> dict[str, int]:
         return dict(self.request_log.counts_by_verb(resource))

@@ -55,6 +55,26 @@ async def test_real_mode_starts_authenticates_and_stops(tmp_path: Path) -> None:
     assert env.control_plane is not None and env.control_plane._dir == "", "temp dirs removed"
 
 
+async def test_real_mode_service_account_config_sends_only_the_token(tmp_path: Path) -> None:
+    """The ServiceAccount's kubeconfig keeps the CA but drops the admin's client certificate:
+    with both, kube-apiserver's x509 authenticator would win and the request would be the admin."""
+    assets = Assets(
+        _wrapper(tmp_path, "etcd", "fake_etcd.py"), _wrapper(tmp_path, "kube-apiserver", "fake_apiserver.py")
+    )
+    async with Environment(assets=assets) as env:
+        path = await env.service_account_kubeconfig("kuberay-system", "kuberay-operator")
+        user = yaml.safe_load(await asyncio.to_thread(Path(path).read_text))["users"][0]["user"]
+        assert set(user) == {"token"}
+        config = await env.service_account_config("kuberay-system", "kuberay-operator")
+        async with Client(config) as client:
+            who = await client.request("GET", "/whoami")
+    assert who == {
+        "kind": "Status",
+        "user": "system:serviceaccount:kuberay-system:kuberay-operator",
+        "group": "system:serviceaccounts",
+    }
+
+
 async def test_real_mode_reports_a_crashing_binary(tmp_path: Path) -> None:
     bad = tmp_path / "kube-apiserver"
     bad.write_text("#!/bin/sh\nexit 3\n")

@@ -1,6 +1,9 @@
 """Stands in for kube-apiserver in tests of real mode: parses envtest's flags, checks the files
-they name exist, serves HTTPS with the given serving certificate and requires a client
-certificate signed by --client-ca-file (as kube-apiserver's x509 authenticator does).
+they name exist, serves HTTPS with the given serving certificate and authenticates as
+kube-apiserver does: a client certificate, if given, must be signed by --client-ca-file (x509
+authenticator); without one, a bearer token minted by the TokenRequest subresource
+(``POST /api/v1/namespaces/NS/serviceaccounts/NAME/token``) names the ServiceAccount; a request
+with neither gets 401.
 
 It also serves CustomResourceDefinitions the way a starting kube-apiserver does: the first
 create answers ``503`` with a text body, and a new group/version answers the first discovery
@@ -54,6 +57,7 @@ if os.environ.get("FAKE_APISERVER_PIDFILE"):
         f.write(str(os.getpid()))
 
 CRDS = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+TOKEN_PREFIX = "fake-sa-token."
 UNSERVED_DISCOVERY_GETS = 3
 crds: dict[str, dict[str, Any]] = {}
 discovery_gets: dict[str, int] = {}
@@ -71,6 +75,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         global posts
         doc = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        parts = self.path.split("?")[0].strip("/").split("/")
+        if (
+            len(parts) == 7
+            and parts[:3] == ["api", "v1", "namespaces"]
+            and parts[4:5] + parts[6:]
+            == [
+                "serviceaccounts",
+                "token",
+            ]
+        ):
+            doc["status"] = {
+                "token": f"{TOKEN_PREFIX}{parts[3]}.{parts[5]}",
+                "expirationTimestamp": "2099-01-01T00:00:00Z",
+            }
+            return self.reply(201, json.dumps(doc).encode())
         if self.path != CRDS:
             return self.reply(404, b"404 page not found", "text/plain; charset=utf-8")
         posts += 1
@@ -107,6 +126,18 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if parts[0] == "apis" and len(parts) == 3 and parts[1] != "apiextensions.k8s.io":
             return self.discovery(f"{parts[1]}/{parts[2]}")
         body = {"kind": "Status", "user": subject.get("commonName"), "group": subject.get("organizationName")}
+        token = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+        if not cert and token.startswith(TOKEN_PREFIX):
+            namespace, name = token[len(TOKEN_PREFIX) :].split(".", 1)
+            body = {
+                "kind": "Status",
+                "user": f"system:serviceaccount:{namespace}:{name}",
+                "group": "system:serviceaccounts",
+            }
+        elif not cert:
+            return self.reply(
+                401, json.dumps({"kind": "Status", "code": 401, "reason": "Unauthorized"}).encode()
+            )
         self.reply(200, json.dumps(body).encode())
 
     def log_message(self, *a: object) -> None:
@@ -116,7 +147,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(args.tls_cert_file, args.tls_private_key_file)
 ctx.load_verify_locations(args.client_ca_file)
-ctx.verify_mode = ssl.CERT_REQUIRED
+ctx.verify_mode = ssl.CERT_OPTIONAL  # kube-apiserver: VerifyClientCertIfGiven
 server = http.server.HTTPServer((args.bind_address, int(args.secure_port)), Handler)
 server.socket = ctx.wrap_socket(server.socket, server_side=True)
 server.serve_forever()

@@ -1,0 +1,279 @@
+"""RBAC as kube-apiserver enforces it, over HTTP: ServiceAccount tokens, bindings, reviews, 401/403 bodies.
+
+Runs against ``Environment(rbac=True)``: the built-in server with RBAC on, or a real
+kube-apiserver (``--authorization-mode=RBAC``, always on there). A real server's authorizer reads
+informer caches, so a grant becomes visible shortly after the write; checks that follow a grant
+poll until the answer settles (immediate on the built-in server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import aiohttp
+import orjson
+import pytest_asyncio
+
+from kuberay_py.client import ClientConfig
+from kuberay_py.envtest import Environment
+from tests.polling import eventually
+
+NS = "rbac-sa"
+OTHER = "rbac-other"
+SA = "worker"
+USER = f"system:serviceaccount:{NS}:{SA}"
+RBAC_API = "/apis/rbac.authorization.k8s.io/v1"
+WAIT = 30.0  # propagation bound on a real server, not a performance figure
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def env() -> AsyncIterator[Environment]:
+    async with Environment(rbac=True) as e:
+        for ns in (NS, OTHER):
+            await e.create_namespace(ns)
+        yield e
+
+
+class Caller:
+    """Raw HTTP as one identity (status code and decoded body, nothing interpreted)."""
+
+    def __init__(self, config: ClientConfig, authorization: str | None) -> None:
+        self.config = config
+        self.authorization = authorization
+
+    async def __call__(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        headers = {"Accept": "application/json"}
+        if self.authorization:
+            headers["Authorization"] = self.authorization
+        data = None
+        if body is not None:
+            data, headers["Content-Type"] = orjson.dumps(body), "application/json"
+        ssl = self.config.ssl_context if self.config.ssl_context is not None else True
+        async with (
+            aiohttp.ClientSession() as session,
+            session.request(method, self.config.host + path, data=data, headers=headers, ssl=ssl) as resp,
+        ):
+            raw = await resp.read()
+            try:
+                return resp.status, orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                return resp.status, raw.decode()
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def admin(env: Environment) -> Caller:
+    """The environment's admin: its token, or (real mode) the client certificate in its TLS context."""
+    return Caller(env.client_config, env.client_config.token)
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def sa(env: Environment, admin: Caller) -> Caller:
+    status, _ = await admin("POST", f"/api/v1/namespaces/{NS}/serviceaccounts", {"metadata": {"name": SA}})
+    assert status == 201
+    config = await env.service_account_config(NS, SA)
+    return Caller(config, config.token)
+
+
+def _forbidden(message: str, details: dict[str, str]) -> dict[str, Any]:
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": "Forbidden",
+        "details": details,
+        "code": 403,
+    }
+
+
+async def test_a_token_request_token_is_the_service_account(env: Environment, sa: Caller) -> None:
+    status, review = await sa("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", {})
+    assert status == 201, review
+    info = review["status"]["userInfo"]
+    assert info["username"] == USER
+    assert info["groups"] == [
+        "system:serviceaccounts",
+        f"system:serviceaccounts:{NS}",
+        "system:authenticated",
+    ]
+
+
+async def test_forbidden_answers_are_kube_apiservers(sa: Caller) -> None:
+    # Authorization comes before routing: a group that is not even served is still a 403.
+    status, body = await sa("GET", "/apis/ray.io/v1/rayclusters")
+    assert (status, body) == (
+        403,
+        _forbidden(
+            f'rayclusters.ray.io is forbidden: User "{USER}" cannot list resource "rayclusters" in API group '
+            '"ray.io" at the cluster scope',
+            {"group": "ray.io", "kind": "rayclusters"},
+        ),
+    )
+    status, body = await sa("GET", f"/api/v1/namespaces/{OTHER}/pods?watch=true")
+    assert (status, body) == (
+        403,
+        _forbidden(
+            f'pods is forbidden: User "{USER}" cannot watch resource "pods" in API group "" in the namespace '
+            f'"{OTHER}"',
+            {"kind": "pods"},
+        ),
+    )
+    status, body = await sa("PUT", f"/apis/ray.io/v1/namespaces/{OTHER}/rayclusters/c/status", {})
+    assert (status, body) == (
+        403,
+        _forbidden(
+            f'rayclusters.ray.io "c" is forbidden: User "{USER}" cannot update resource "rayclusters/status" '
+            f'in API group "ray.io" in the namespace "{OTHER}"',
+            {"name": "c", "group": "ray.io", "kind": "rayclusters"},
+        ),
+    )
+    status, body = await sa("GET", "/metrics")
+    assert (status, body) == (403, _forbidden(f'forbidden: User "{USER}" cannot get path "/metrics"', {}))
+
+
+async def test_discovery_is_open_to_authenticated_users_only(sa: Caller, env: Environment) -> None:
+    status, groups = await sa("GET", "/apis")
+    assert status == 200 and groups["kind"] == "APIGroupList"
+    if env.client_config.token is not None:  # a real-mode TLS context always carries the admin's cert
+        anonymous = Caller(env.client_config, None)
+        status, body = await anonymous("GET", "/api")
+        assert (status, body["message"]) == (403, 'forbidden: User "system:anonymous" cannot get path "/api"')
+        status, _ = await anonymous("GET", "/version")
+        assert status == 200  # system:public-info-viewer
+
+
+async def test_an_invalid_token_is_401_not_anonymous(env: Environment) -> None:
+    status, body = await Caller(env.client_config, "Bearer not-a-token")("GET", "/version")
+    assert (status, body) == (
+        401,
+        {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": "Unauthorized",
+            "reason": "Unauthorized",
+            "code": 401,
+        },
+    )
+
+
+def _ssar(verb: str, resource: str, namespace: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "namespace": namespace}},
+    }
+
+
+async def test_a_rolebinding_to_a_clusterrole_grants_in_its_namespace_only(admin: Caller, sa: Caller) -> None:
+    role = {
+        "metadata": {"name": "rbac-test-pod-reader"},
+        "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list", "watch"]}],
+    }
+    assert (await admin("POST", f"{RBAC_API}/clusterroles", role))[0] == 201
+    binding = {
+        "metadata": {"name": "read"},
+        "roleRef": {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "rbac-test-pod-reader",
+        },
+        "subjects": [{"kind": "ServiceAccount", "name": SA}],  # no namespace: the binding's own
+    }
+    assert (await admin("POST", f"{RBAC_API}/namespaces/{NS}/rolebindings", binding))[0] == 201
+
+    async def granted() -> bool:
+        return (await sa("GET", f"/api/v1/namespaces/{NS}/pods"))[0] == 200
+
+    await eventually(granted, "the RoleBinding takes effect", WAIT)
+    assert (await sa("GET", f"/api/v1/namespaces/{OTHER}/pods"))[0] == 403
+    assert (await sa("GET", "/api/v1/pods"))[0] == 403
+    status, review = await sa(
+        "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", _ssar("list", "pods", NS)
+    )
+    assert status == 201
+    assert review["status"] == {
+        "allowed": True,
+        "reason": f'RBAC: allowed by RoleBinding "read/{NS}" of ClusterRole "rbac-test-pod-reader" to '
+        f'ServiceAccount "{SA}/{NS}"',
+    }
+    status, review = await sa(
+        "POST", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", _ssar("delete", "pods", NS)
+    )
+    assert (status, review["status"]) == (201, {"allowed": False})
+
+
+async def test_a_binding_to_a_missing_role_is_the_reason_of_the_403(admin: Caller, sa: Caller) -> None:
+    binding = {
+        "metadata": {"name": "dangling"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "absent"},
+        "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": NS}],
+    }
+    assert (await admin("POST", f"{RBAC_API}/namespaces/{OTHER}/rolebindings", binding))[0] == 201
+    want = (
+        f'secrets is forbidden: User "{USER}" cannot list resource "secrets" in API group "" in the '
+        f'namespace "{OTHER}": RBAC: role.rbac.authorization.k8s.io "absent" not found'
+    )
+
+    async def reported() -> bool:
+        status, body = await sa("GET", f"/api/v1/namespaces/{OTHER}/secrets")
+        return status == 403 and body["message"] == want
+
+    await eventually(reported, "the dangling binding in the 403 reason", WAIT)
+
+
+async def test_a_role_may_grant_only_what_its_creator_holds(admin: Caller, sa: Caller) -> None:
+    role_admin = {
+        "metadata": {"name": "role-admin"},
+        "rules": [
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles"], "verbs": ["create"]},
+            {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]},
+        ],
+    }
+    assert (await admin("POST", f"{RBAC_API}/namespaces/{NS}/roles", role_admin))[0] == 201
+    binding = {
+        "metadata": {"name": "role-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "role-admin"},
+        "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": NS}],
+    }
+    assert (await admin("POST", f"{RBAC_API}/namespaces/{NS}/rolebindings", binding))[0] == 201
+    modest = {
+        "metadata": {"name": "modest"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}],
+    }
+
+    async def created() -> bool:
+        return (await sa("POST", f"{RBAC_API}/namespaces/{NS}/roles", modest))[0] == 201
+
+    await eventually(created, "a Role within the creator's rights", WAIT)
+    greedy = {
+        "metadata": {"name": "greedy"},
+        "rules": [{"apiGroups": [""], "resources": ["configmaps", "secrets"], "verbs": ["get", "delete"]}],
+    }
+    status, body = await sa("POST", f"{RBAC_API}/namespaces/{NS}/roles", greedy)
+    assert status == 403
+    assert body["details"] == {"name": "greedy", "group": "rbac.authorization.k8s.io", "kind": "roles"}
+    groups = f'["system:serviceaccounts" "system:serviceaccounts:{NS}" "system:authenticated"]'
+    assert body["message"] == (
+        f'roles.rbac.authorization.k8s.io "greedy" is forbidden: user "{USER}" (groups={groups}) is '
+        "attempting to grant RBAC permissions not currently held:\n"
+        '{APIGroups:[""], Resources:["configmaps"], Verbs:["delete"]}\n'
+        '{APIGroups:[""], Resources:["secrets"], Verbs:["get" "delete"]}'
+    )
+
+
+async def test_a_token_dies_with_its_service_account(env: Environment, admin: Caller) -> None:
+    path = f"/api/v1/namespaces/{NS}/serviceaccounts"
+    assert (await admin("POST", path, {"metadata": {"name": "short-lived"}}))[0] == 201
+    config = await env.service_account_config(NS, "short-lived")
+    short = Caller(config, config.token)
+    assert (await short("GET", "/apis"))[0] == 200
+    assert (await admin("DELETE", f"{path}/short-lived"))[0] == 200
+
+    async def rejected() -> bool:
+        return (await short("GET", "/apis"))[0] == 401
+
+    await eventually(rejected, "the deleted ServiceAccount's token is rejected", WAIT)
