@@ -277,3 +277,36 @@ async def test_a_token_dies_with_its_service_account(env: Environment, admin: Ca
         return (await short("GET", "/apis"))[0] == 401
 
     await eventually(rejected, "the deleted ServiceAccount's token is rejected", WAIT)
+
+
+async def test_aggregated_cluster_roles_collect_the_selected_rules(admin: Caller) -> None:
+    label = {"rbac.kuberay-py.test/aggregate-to-monitoring": "true"}
+    parts = {
+        "rbac-test-agg-b": [
+            {"apiGroups": ["ray.io"], "resources": ["rayclusters"], "verbs": ["get", "list"]}
+        ],
+        "rbac-test-agg-a": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}],
+    }
+    for name, rules in parts.items():
+        body = {"metadata": {"name": name, "labels": label}, "rules": rules}
+        assert (await admin("POST", f"{RBAC_API}/clusterroles", body))[0] == 201
+    aggregate = {
+        "metadata": {"name": "rbac-test-monitoring"},
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": label}]},
+    }
+    assert (await admin("POST", f"{RBAC_API}/clusterroles", aggregate))[0] == 201
+    # The union of the selected roles' rules, taken in name order.
+    want = parts["rbac-test-agg-a"] + parts["rbac-test-agg-b"]
+
+    async def aggregated() -> bool:
+        _, role = await admin("GET", f"{RBAC_API}/clusterroles/rbac-test-monitoring")
+        return bool(role.get("rules") == want)
+
+    await eventually(aggregated, "the aggregation fills in the rules", WAIT)
+    assert (await admin("DELETE", f"{RBAC_API}/clusterroles/rbac-test-agg-b"))[0] == 200
+
+    async def shrunk() -> bool:
+        _, role = await admin("GET", f"{RBAC_API}/clusterroles/rbac-test-monitoring")
+        return bool(role.get("rules") == parts["rbac-test-agg-a"])
+
+    await eventually(shrunk, "a deleted part leaves the aggregate", WAIT)

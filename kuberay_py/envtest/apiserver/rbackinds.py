@@ -7,6 +7,11 @@ changing one also goes through the escalation check of ``pkg/registry/rbac/*/pol
 requesting user must hold every permission a Role grants (or be allowed ``escalate``), and every
 permission of the role a binding points at (or be allowed ``bind`` on it). This is what refuses
 an operator that creates the Ray autoscaler's Role with rights its own ServiceAccount lacks.
+
+ClusterRoles with an ``aggregationRule`` get their ``rules`` filled in as kube-controller-manager's
+clusterrole-aggregation controller does (the union of the rules of the ClusterRoles its selectors
+pick, by name, without repeats), here synchronously after every ClusterRole write or deletion;
+setting an ``aggregationRule`` takes cluster-admin rights, as upstream.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from .meta import clone
 from .rbac import covers, escalation_message, role_reference_rules, rules_for
 from .registry import ResourceType
 from .requestinfo import Attributes
+from .selectors import LabelSelector, Requirement
 from .validation import field_cause, invalid, required
 
 if TYPE_CHECKING:
@@ -30,6 +36,40 @@ __all__ = ["RbacHooks"]
 
 _GROUP = "rbac.authorization.k8s.io"
 _GC_FIELDS = ("ownerReferences", "finalizers", "resourceVersion", "managedFields", "generation")
+_FULL_AUTHORITY = [
+    {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
+    {"nonResourceURLs": ["*"], "verbs": ["*"]},
+]
+_OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+
+
+def _selector(doc: Any) -> LabelSelector | None:
+    """``metav1.LabelSelectorAsSelector``: ``{}`` selects everything; an unusable one nothing."""
+    if not isinstance(doc, dict):
+        return None
+    reqs = [Requirement(str(k), "=", (str(v),)) for k, v in (doc.get("matchLabels") or {}).items()]
+    for expr in doc.get("matchExpressions") or []:
+        op = _OPERATORS.get(expr.get("operator", "")) if isinstance(expr, dict) else None
+        if op is None:
+            return None
+        reqs.append(
+            Requirement(str(expr.get("key", "")), op, tuple(str(v) for v in expr.get("values") or []))
+        )
+    return LabelSelector(tuple(reqs))
+
+
+def _aggregated_rules(role: Obj, all_roles: list[Obj]) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = []
+    name = role["metadata"]["name"]
+    for doc in (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []:
+        selector = _selector(doc)
+        if selector is None:
+            continue
+        for other in sorted(all_roles, key=lambda o: str(o["metadata"]["name"])):
+            if other["metadata"]["name"] == name or not selector.matches(other):
+                continue
+            rules += [r for r in other.get("rules") or [] if r not in rules]
+    return rules
 
 
 def _not_supported(path: str, value: Any, supported: tuple[str, ...]) -> Cause:
@@ -123,6 +163,7 @@ class RbacHooks(NoHooks):
         causes = self._problems(rt, obj)
         if not causes:
             self._confirm_no_escalation(rt, obj)
+            self._confirm_may_aggregate(rt, obj)
         return causes
 
     def prepare_update(
@@ -140,9 +181,53 @@ class RbacHooks(NoHooks):
             )
         if not causes and not _only_gc_fields_changed(old, new):
             self._confirm_no_escalation(rt, new)
+            if new.get("aggregationRule") != old.get("aggregationRule"):
+                self._confirm_may_aggregate(rt, new)
         return causes
 
+    def after_write(self, core: ApiCore, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
+        if rt.plural == "clusterroles":
+            self._aggregate(core, rt)
+
+    def after_delete(self, core: ApiCore, rt: ResourceType, obj: Obj) -> None:
+        if rt.plural == "clusterroles":
+            self._aggregate(core, rt)
+
+    # -- aggregation ----------------------------------------------------------------------------------
+
+    @staticmethod
+    def _aggregate(core: ApiCore, rt: ResourceType) -> None:
+        """Fill in aggregated ClusterRoles' rules until nothing changes (aggregates of aggregates)."""
+        bucket = core.storage.buckets.get(rt.key)
+        if bucket is None:
+            return
+        for _ in range(len(bucket.objects) + 1):
+            changed = False
+            roles = list(bucket.objects.values())
+            for role in roles:
+                if not role.get("aggregationRule"):
+                    continue
+                rules = _aggregated_rules(role, roles)
+                if rules != (role.get("rules") or []):
+                    core.storage.put(rt.key, {**clone(role), "rules": rules}, role)
+                    changed = True
+            if not changed:
+                return
+
     # -- escalation -----------------------------------------------------------------------------------
+
+    def _confirm_may_aggregate(self, rt: ResourceType, obj: Obj) -> None:
+        user = current_user.get()
+        if rt.plural != "clusterroles" or not obj.get("aggregationRule"):
+            return
+        if not self.access.rbac or user is None or user.superuser:
+            return
+        held, _errors = rules_for(self.access.policy, user, "")
+        if not covers(held, _FULL_AUTHORITY)[0]:
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            raise StatusError.forbidden(
+                _GROUP, rt.plural, name, "must have cluster-admin privileges to use the aggregationRule"
+            )
 
     def _confirm_no_escalation(self, rt: ResourceType, obj: Obj) -> None:
         access = self.access
