@@ -34,6 +34,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="built-in server: accept loopback EndpointSlice addresses, which kube-apiserver rejects "
         "(for a separate simulator, e.g. raysim, on a host without a pod network)",
     )
+    p.add_argument(
+        "--rbac",
+        action="store_true",
+        help="built-in server: enforce RBAC (the kubeconfig's admin is in system:masters)",
+    )
     p.add_argument("--pod-cidr", default=None, help="pod CIDR of --simulate's pod network (10.244.0.0/16)")
     p.add_argument("--probe-period-scale", type=float, default=1.0, help="simulator probe period multiplier")
     return p.parse_args(argv)
@@ -52,6 +57,7 @@ async def serve(args: argparse.Namespace, stop: asyncio.Event) -> None:
         },
         tls=args.tls,
         pod_cidr=args.pod_cidr,
+        rbac=args.rbac,
     )
     async with env:
         mode = "real kube-apiserver" if env.real else "built-in API server"
