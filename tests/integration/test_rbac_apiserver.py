@@ -310,3 +310,31 @@ async def test_aggregated_cluster_roles_collect_the_selected_rules(admin: Caller
         return bool(role.get("rules") == parts["rbac-test-agg-a"])
 
     await eventually(shrunk, "a deleted part leaves the aggregate", WAIT)
+
+
+async def test_bindings_are_defaulted_and_validated(admin: Caller) -> None:
+    path = f"{RBAC_API}/namespaces/{OTHER}/rolebindings"
+    body = {
+        "metadata": {"name": "defaulted"},
+        "roleRef": {"kind": "ClusterRole", "name": "view"},
+        "subjects": [
+            {"kind": "User", "name": "alice"},
+            {"kind": "ServiceAccount", "name": SA, "namespace": NS},
+        ],
+    }
+    status, created = await admin("POST", path, body)
+    assert status == 201, created
+    assert created["roleRef"]["apiGroup"] == "rbac.authorization.k8s.io"
+    assert [s.get("apiGroup", "") for s in created["subjects"]] == ["rbac.authorization.k8s.io", ""]
+    wrong = {
+        "metadata": {"name": "wrong"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Secret", "name": "x"},
+        "subjects": [{"kind": "ServiceAccount", "apiGroup": "rbac.authorization.k8s.io", "name": SA}],
+    }
+    status, answer = await admin("POST", path, wrong)
+    assert (status, answer["reason"]) == (422, "Invalid")
+    assert {c["field"] for c in answer["details"]["causes"]} == {"roleRef.kind", "subjects[0].apiGroup"}
+    changed = {**created, "roleRef": {**created["roleRef"], "name": "edit"}}
+    status, answer = await admin("PUT", f"{path}/defaulted", changed)
+    assert (status, answer["reason"]) == (422, "Invalid")
+    assert [c["field"] for c in answer["details"]["causes"]] == ["roleRef"]

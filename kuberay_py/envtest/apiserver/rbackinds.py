@@ -110,6 +110,20 @@ def _rule_problems(rules: Any, namespaced: bool) -> list[Cause]:
     return causes
 
 
+def _default_binding(obj: Obj) -> None:
+    """rbac/v1 defaults: ``roleRef.apiGroup``, and a User's or Group's ``apiGroup``."""
+    ref = obj.get("roleRef")
+    if isinstance(ref, dict) and not ref.get("apiGroup"):
+        ref["apiGroup"] = _GROUP
+    for subject in obj.get("subjects") or []:
+        if (
+            isinstance(subject, dict)
+            and not subject.get("apiGroup")
+            and subject.get("kind") in ("User", "Group")
+        ):
+            subject["apiGroup"] = _GROUP
+
+
 def _binding_problems(obj: Obj, cluster: bool) -> list[Cause]:
     causes: list[Cause] = []
     ref = obj.get("roleRef")
@@ -126,11 +140,16 @@ def _binding_problems(obj: Obj, cluster: bool) -> list[Cause]:
         path = f"subjects[{i}]"
         if not subject.get("name"):
             causes.append(required(f"{path}.name"))
-        kind = subject.get("kind")
+        kind, group = subject.get("kind"), subject.get("apiGroup") or ""
         if kind not in ("ServiceAccount", "User", "Group"):
             causes.append(_not_supported(f"{path}.kind", kind or "", ("ServiceAccount", "User", "Group")))
-        elif kind == "ServiceAccount" and cluster and not subject.get("namespace"):
-            causes.append(required(f"{path}.namespace"))
+        elif kind == "ServiceAccount":
+            if group:
+                causes.append(_not_supported(f"{path}.apiGroup", group, ("",)))
+            if cluster and not subject.get("namespace"):
+                causes.append(required(f"{path}.namespace"))
+        elif group != _GROUP:
+            causes.append(_not_supported(f"{path}.apiGroup", group, (_GROUP,)))
     return causes
 
 
@@ -157,6 +176,7 @@ class RbacHooks(NoHooks):
             return _rule_problems(obj.get("rules"), rt.plural == "roles")
         if isinstance(obj.get("subjects"), dict):
             return [invalid("subjects", "object", "must be a list")]
+        _default_binding(obj)
         return _binding_problems(obj, rt.plural == "clusterrolebindings")
 
     def prepare_create(self, core: ApiCore, rt: ResourceType, obj: Obj) -> list[Cause]:
@@ -171,7 +191,7 @@ class RbacHooks(NoHooks):
     ) -> list[Cause]:
         causes = self._problems(rt, new)
         if rt.plural.endswith("bindings") and old.get("roleRef") != new.get("roleRef"):
-            ref = old.get("roleRef") or {}
+            ref = new.get("roleRef") or {}  # upstream prints the new value
             value = (
                 f'rbac.RoleRef{{APIGroup:"{ref.get("apiGroup", "")}", Kind:"{ref.get("kind", "")}", '
                 f'Name:"{ref.get("name", "")}"}}'
