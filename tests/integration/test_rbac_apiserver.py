@@ -338,3 +338,34 @@ async def test_bindings_are_defaulted_and_validated(admin: Caller) -> None:
     status, answer = await admin("PUT", f"{path}/defaulted", changed)
     assert (status, answer["reason"]) == (422, "Invalid")
     assert [c["field"] for c in answer["details"]["causes"]] == ["roleRef"]
+
+
+async def test_an_aggregation_rule_takes_cluster_admin_rights(admin: Caller, sa: Caller) -> None:
+    creator = {
+        "metadata": {"name": "rbac-test-clusterrole-creator"},
+        "rules": [
+            {"apiGroups": ["rbac.authorization.k8s.io"], "resources": ["clusterroles"], "verbs": ["create"]}
+        ],
+    }
+    assert (await admin("POST", f"{RBAC_API}/clusterroles", creator))[0] == 201
+    binding = {
+        "metadata": {"name": "rbac-test-clusterrole-creator"},
+        "roleRef": {"kind": "ClusterRole", "name": "rbac-test-clusterrole-creator"},
+        "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": NS}],
+    }
+    assert (await admin("POST", f"{RBAC_API}/clusterrolebindings", binding))[0] == 201
+    aggregate = {
+        "metadata": {"name": "rbac-test-sneaky"},
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"anything": "true"}}]},
+    }
+
+    async def refused() -> bool:
+        status, body = await sa("POST", f"{RBAC_API}/clusterroles", aggregate)
+        return status == 403 and body["message"] == (
+            'clusterroles.rbac.authorization.k8s.io "rbac-test-sneaky" is forbidden: '
+            "must have cluster-admin privileges to use the aggregationRule"
+        )
+
+    await eventually(refused, "the aggregationRule refused to a non-admin", WAIT)
+    plain = {"metadata": {"name": "rbac-test-plain"}, "rules": []}
+    assert (await sa("POST", f"{RBAC_API}/clusterroles", plain))[0] == 201
