@@ -369,3 +369,29 @@ async def test_an_aggregation_rule_takes_cluster_admin_rights(admin: Caller, sa:
     await eventually(refused, "the aggregationRule refused to a non-admin", WAIT)
     plain = {"metadata": {"name": "rbac-test-plain"}, "rules": []}
     assert (await sa("POST", f"{RBAC_API}/clusterroles", plain))[0] == 201
+
+
+async def test_token_request_defaults_and_validation(admin: Caller, sa: Caller) -> None:
+    path = f"/api/v1/namespaces/{NS}/serviceaccounts/{SA}/token"
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}
+    status, answer = await admin("POST", path, request)
+    assert status == 201, answer
+    assert answer["kind"] == "TokenRequest" and answer["spec"]["expirationSeconds"] == 3600
+    assert (
+        answer["spec"]["audiences"] and answer["status"]["token"] and answer["status"]["expirationTimestamp"]
+    )
+    short = {**request, "spec": {"expirationSeconds": 599}}
+    status, answer = await admin("POST", path, short)
+    assert (status, answer["reason"]) == (422, "Invalid")
+    assert answer["details"]["causes"] == [
+        {
+            "reason": "FieldValueInvalid",
+            "message": "Invalid value: 599: may not specify a duration less than 10 minutes",
+            "field": "spec.expirationSeconds",
+        }
+    ]
+    status, answer = await admin("POST", f"/api/v1/namespaces/{NS}/serviceaccounts/nobody/token", request)
+    assert (status, answer["message"]) == (404, 'serviceaccounts "nobody" not found')
+    # Minting tokens is itself a permission (create serviceaccounts/token) the worker lacks.
+    status, answer = await sa("POST", path, request)
+    assert (status, answer["details"]) == (403, {"name": SA, "kind": "serviceaccounts"})

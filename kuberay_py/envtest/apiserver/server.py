@@ -30,6 +30,7 @@ from .jobs import JobHooks
 from .kinds import NamespaceHooks, PodHooks, SecretHooks, ServiceHooks
 from .rbackinds import RbacHooks
 from .reviews import REVIEW_TYPES, virtual_creates
+from .tokenrequest import token_request_handler
 
 __all__ = ["BuiltinAPIServer"]
 
@@ -65,6 +66,7 @@ class BuiltinAPIServer:
         # Authentication and authorization; RBAC is enforced only with rbac=True.
         self.access = AccessControl(self.core, rbac=rbac)
         self.access.virtual.update(virtual_creates(self.access))
+        self.access.virtual[("", "serviceaccounts", "token")] = token_request_handler(self.access)
         rbac_hooks = RbacHooks(self.access)
         for plural in ("roles", "clusterroles", "rolebindings", "clusterrolebindings"):
             self.core.hooks[("rbac.authorization.k8s.io", plural)] = rbac_hooks
