@@ -383,6 +383,10 @@ async def test_token_request_defaults_and_validation(admin: Caller, sa: Caller) 
     short = {**request, "spec": {"expirationSeconds": 599}}
     status, answer = await admin("POST", path, short)
     assert (status, answer["reason"]) == (422, "Invalid")
+    assert answer["message"] == (
+        'TokenRequest.authentication.k8s.io "" is invalid: spec.expirationSeconds: Invalid value: 599: '
+        "may not specify a duration less than 10 minutes"
+    )
     assert answer["details"]["causes"] == [
         {
             "reason": "FieldValueInvalid",

@@ -43,7 +43,8 @@ def token_request_handler(access: AccessControl) -> VirtualCreate:
             raise StatusError.bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
-        meta["name"], meta["namespace"] = meta.get("name") or name, ns
+        given_name = str(meta.get("name") or "")  # errors name the object as sent ("" from kubectl)
+        meta["name"], meta["namespace"] = given_name or name, ns
         spec = out["spec"]
         seconds = spec.get("expirationSeconds")
         seconds = _DEFAULT_EXPIRATION if seconds is None else seconds
@@ -59,7 +60,7 @@ def token_request_handler(access: AccessControl) -> VirtualCreate:
                 )
             )
         if causes:
-            raise StatusError.invalid(_AUTHN, "TokenRequest", meta["name"], causes)
+            raise StatusError.invalid(_AUTHN, "TokenRequest", given_name, causes)
         audiences = [str(a) for a in spec.get("audiences") or []] or list(access.tokens.audiences)
         bound = spec.get("boundObjectRef")
         bound_obj = None
