@@ -14,6 +14,7 @@ from typing import Any
 import aiohttp
 import orjson
 import pytest_asyncio
+from multidict import MultiDict
 
 from kuberay_py.client import ClientConfig
 from kuberay_py.envtest import Environment
@@ -42,8 +43,11 @@ class Caller:
         self.config = config
         self.authorization = authorization
 
-    async def __call__(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        headers = {"Accept": "application/json"}
+    async def __call__(
+        self, method: str, path: str, body: Any = None, impersonate: list[tuple[str, str]] | None = None
+    ) -> tuple[int, Any]:
+        headers: Any = MultiDict({"Accept": "application/json"})
+        headers.extend(impersonate or [])
         if self.authorization:
             headers["Authorization"] = self.authorization
         data = None
@@ -399,3 +403,43 @@ async def test_token_request_defaults_and_validation(admin: Caller, sa: Caller) 
     # Minting tokens is itself a permission (create serviceaccounts/token) the worker lacks.
     status, answer = await sa("POST", path, request)
     assert (status, answer["details"]) == (403, {"name": SA, "kind": "serviceaccounts"})
+
+
+async def test_impersonation_is_authorized_then_acts_as_the_other_user(admin: Caller, sa: Caller) -> None:
+    review = "/apis/authentication.k8s.io/v1/selfsubjectreviews"
+    status, answer = await admin("POST", review, {}, [("Impersonate-User", USER)])
+    assert status == 201, answer
+    info = answer["status"]["userInfo"]
+    assert (info["username"], info["groups"]) == (
+        USER,
+        ["system:serviceaccounts", f"system:serviceaccounts:{NS}", "system:authenticated"],
+    )
+    as_alice = [("Impersonate-User", "alice"), ("Impersonate-Group", "devs"), ("Impersonate-Group", "ops")]
+    status, answer = await admin("POST", review, {}, as_alice)
+    info = answer["status"]["userInfo"]
+    assert (status, info["username"], info["groups"]) == (
+        201,
+        "alice",
+        ["devs", "ops", "system:authenticated"],
+    )
+    # Impersonating as the ServiceAccount, the admin has only the ServiceAccount's rights.
+    status, _ = await admin(
+        "GET", f"/api/v1/namespaces/{OTHER}/configmaps", None, [("Impersonate-User", USER)]
+    )
+    assert status == 403
+    status, body = await sa("GET", "/api", None, [("Impersonate-User", "bob")])
+    assert (status, body) == (
+        403,
+        _forbidden(
+            f'users "bob" is forbidden: User "{USER}" cannot impersonate resource "users" in API group "" at '
+            "the cluster scope",
+            {"name": "bob", "kind": "users"},
+        ),
+    )
+    status, body = await sa("GET", "/api", None, [("Impersonate-User", "system:serviceaccount:default:x")])
+    assert (status, body["message"], body["details"]) == (
+        403,
+        f'serviceaccounts "x" is forbidden: User "{USER}" cannot impersonate resource "serviceaccounts" '
+        'in API group "" in the namespace "default"',
+        {"name": "x", "kind": "serviceaccounts"},
+    )

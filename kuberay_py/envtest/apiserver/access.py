@@ -24,6 +24,7 @@ import structlog
 
 from .authn import ADMIN, ADMIN_TOKEN, ANONYMOUS, ServiceAccountTokens, UserInfo, unauthorized
 from .errors import StatusError
+from .impersonation import Headers, impersonate
 from .rbac import Decision, authorize
 from .requestinfo import Attributes, request_attributes
 
@@ -153,39 +154,43 @@ class AccessControl:
             return Decision(True)
         return authorize(self.policy, attrs)
 
-    def check(self, method: str, path: str, query: Mapping[str, str], authorization: str | None) -> UserInfo:
-        """Authenticate and authorize one request (the filter chain); raises 401/403 ``StatusError``."""
+    def check(self, method: str, path: str, query: Mapping[str, str], headers: Headers) -> UserInfo:
+        """Authenticate, impersonate and authorize one request (the filter chain); raises 401/403."""
+        authorization = headers.get("Authorization")
         if not self.rbac:
-            # Every request is the admin, whatever it carries; a ServiceAccount token still says
-            # who it is (SelfSubjectReview), since the server minted it.
+            # Every request is the admin, whatever it carries; a ServiceAccount token or an
+            # impersonation still says who it is (SelfSubjectReview).
             try:
                 user = self.authenticate(authorization)
             except StatusError:
                 user = ADMIN
             user = ADMIN if user is ANONYMOUS else user
+            user = impersonate(user, headers, self.decide, self._refused)
             current_user.set(user)
             return user
-        user = self.authenticate(authorization)
+        user = impersonate(self.authenticate(authorization), headers, self.decide, self._refused)
         current_user.set(user)
         attrs = request_attributes(user, method, path, query)
         decision = self.decide(attrs)
         if not decision.allowed:
-            self.denials.append(
-                Denial(
-                    user.name,
-                    attrs.verb,
-                    attrs.api_group,
-                    attrs.combined_resource,
-                    attrs.namespace,
-                    attrs.name,
-                    path,
-                )
-            )
-            log.info(
-                "apiserver.forbidden", user=user.name, verb=attrs.verb, path=path, reason=decision.reason
-            )
-            raise forbidden(attrs, decision.reason)
+            raise self._refused(attrs, decision.reason)
         return user
+
+    def _refused(self, attrs: Attributes, reason: str) -> StatusError:
+        """Remember a denial and build its 403."""
+        self.denials.append(
+            Denial(
+                attrs.user.name,
+                attrs.verb,
+                attrs.api_group,
+                attrs.combined_resource,
+                attrs.namespace,
+                attrs.name,
+                attrs.path,
+            )
+        )
+        log.info("apiserver.forbidden", user=attrs.user.name, verb=attrs.verb, path=attrs.path, reason=reason)
+        return forbidden(attrs, reason)
 
     def denials_for(self, user: str) -> list[Denial]:
         return [d for d in self.denials if d.user == user]

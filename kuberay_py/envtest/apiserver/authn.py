@@ -31,6 +31,7 @@ __all__ = [
     "ADMIN",
     "ADMIN_TOKEN",
     "ANONYMOUS",
+    "AUTHENTICATED",
     "DEFAULT_AUDIENCE",
     "ISSUER",
     "ServiceAccountTokens",

@@ -48,6 +48,7 @@ class HandlerSettings:
     address: str = ""  # host:port, known once the server listens (discovery's serverAddress)
     access: AccessControl | None = None  # authentication and authorization, before routing
 
+
 log = structlog.get_logger("kuberay_py.envtest.apiserver")
 
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver's MaxRequestBodyBytes
@@ -99,9 +100,7 @@ class ApiHandler:
         verb, resource, namespace = "unknown", "", None
         try:
             if self.settings.access is not None:
-                self.settings.access.check(
-                    request.method, request.path, request.query, request.headers.get("Authorization")
-                )
+                self.settings.access.check(request.method, request.path, request.query, request.headers)
             route, verb = self._route(request)
             if route is not None and route.rt is not None:
                 rt = route.rt

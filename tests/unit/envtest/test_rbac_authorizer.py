@@ -322,3 +322,55 @@ def test_service_account_tokens() -> None:
     assert tokens.authenticate(other, 1000, lookup) is None  # not for this API server
     uids[("ops", "op")] = "uid-2"  # the ServiceAccount was deleted and recreated
     assert tokens.authenticate(token, 1000, lookup) is None
+
+
+def test_impersonation_checks_every_header_and_builds_the_user() -> None:
+    from multidict import CIMultiDict
+
+    from kuberay_py.envtest.apiserver.errors import StatusError
+    from kuberay_py.envtest.apiserver.impersonation import impersonate
+    from kuberay_py.envtest.apiserver.rbac import Decision
+
+    asked: list[tuple[str, str, str, str, str]] = []
+
+    def allow(a: Attributes) -> Decision:
+        asked.append((a.verb, a.api_group, a.combined_resource, a.namespace, a.name))
+        return Decision(True)
+
+    headers = CIMultiDict(
+        [
+            ("Impersonate-User", "bob"),
+            ("Impersonate-Uid", "u-1"),
+            ("Impersonate-Extra-Scopes", "view"),
+            ("impersonate-extra-scopes", "edit"),
+        ]
+    )
+    user = impersonate(ALICE, headers, allow, forbidden)
+    assert (user.name, user.uid, user.groups, user.extra) == (
+        "bob",
+        "u-1",
+        ("system:authenticated",),
+        {"scopes": ["view", "edit"]},
+    )
+    assert asked == [
+        ("impersonate", "", "users", "", "bob"),
+        ("impersonate", "authentication.k8s.io", "userextras/scopes", "", "view"),
+        ("impersonate", "authentication.k8s.io", "userextras/scopes", "", "edit"),
+        ("impersonate", "authentication.k8s.io", "uids", "", "u-1"),
+    ]
+    anonymous = impersonate(ALICE, CIMultiDict([("Impersonate-User", "system:anonymous")]), allow, forbidden)
+    assert anonymous.groups == ("system:unauthenticated",)
+    with pytest.raises(StatusError):  # groups without a user
+        impersonate(ALICE, CIMultiDict([("Impersonate-Group", "g")]), allow, forbidden)
+    with pytest.raises(StatusError) as refused:
+        impersonate(
+            ALICE,
+            CIMultiDict([("Impersonate-Group", "g"), ("Impersonate-User", "bob")]),
+            lambda a: Decision(a.resource == "users"),
+            forbidden,
+        )
+    assert refused.value.message == (
+        'groups "g" is forbidden: User "alice" cannot impersonate resource "groups" in API group "" '
+        "at the cluster scope"
+    )
+    assert impersonate(ALICE, CIMultiDict(), allow, forbidden) is ALICE
