@@ -184,6 +184,17 @@ def kube_get(kubeconfig: Path, path: str) -> dict[str, Any]:
     return _kube_request(kubeconfig, path)
 
 
+def kube_get_or_none(kubeconfig: Path, path: str) -> dict[str, Any] | None:
+    """GET ``path``, or None while the object does not exist yet (404), for polls on objects
+    another process creates."""
+    try:
+        return _kube_request(kubeconfig, path)
+    except urllib.error.HTTPError as err:
+        if err.code == 404:
+            return None
+        raise
+
+
 def kube_patch(kubeconfig: Path, path: str, patch: list[dict[str, Any]]) -> dict[str, Any]:
     """A JSON patch through the API server a kubeconfig names (as `kubectl patch --type=json`)."""
     return _kube_request(

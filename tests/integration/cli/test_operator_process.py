@@ -12,9 +12,23 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cli.procs import LOOPBACK, Proc, http_status, kube_get, kube_patch, poll
+from tests.integration.cli.procs import (
+    LOOPBACK,
+    Proc,
+    http_status,
+    kube_get,
+    kube_get_or_none,
+    kube_patch,
+    poll,
+)
 
 GRACEFUL = 10.0
+
+
+def _lease_holder(kubeconfig: Path, lease_path: str) -> str:
+    """The Lease's holder, or "" while the operator has not created it yet."""
+    lease = kube_get_or_none(kubeconfig, lease_path) or {}
+    return str((lease.get("spec") or {}).get("holderIdentity") or "")
 START_TIMEOUT = 120.0
 
 
@@ -76,7 +90,7 @@ def test_sigterm_turns_readyz_unready_first_and_releases_the_lease(cluster: tupl
     try:
         lease_path = "/apis/coordination.k8s.io/v1/namespaces/default/leases/ray-operator-leader"
         poll(
-            lambda: bool(kube_get(kubeconfig, lease_path)["spec"].get("holderIdentity")),
+            lambda: bool(_lease_holder(kubeconfig, lease_path)),
             timeout=60,
             what="the operator to hold the lease",
         )
