@@ -13,8 +13,7 @@ from kuberay_py.client import ApiError, Client
 from kuberay_py.client import resources as r
 from kuberay_py.envtest import Environment
 
-KUBERAY = Path("/work/shared/reference/kuberay")
-pytestmark = pytest.mark.skipif(not KUBERAY.exists(), reason="KubeRay reference files not present")
+KUBERAY = Path(__file__).resolve().parents[2] / "fixtures" / "kuberay"  # KubeRay's own CRDs and samples
 
 
 async def test_version_and_group_discovery(k8s: Client) -> None:

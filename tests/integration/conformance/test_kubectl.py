@@ -11,8 +11,8 @@ import pytest
 from kuberay_py.envtest import Environment
 
 KUBECTL = shutil.which("kubectl")
-SAMPLE = Path("/work/shared/reference/kuberay/samples/ray-cluster.sample.yaml")
-SAMPLE_TEXT = SAMPLE.read_text() if SAMPLE.exists() else ""
+SAMPLE = Path(__file__).resolve().parents[2] / "fixtures" / "kuberay" / "samples" / "ray-cluster.sample.yaml"
+SAMPLE_TEXT = SAMPLE.read_text()
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl not installed")
 
 
@@ -54,7 +54,6 @@ async def test_kubectl_api_resources_lists_core_kinds(envtest: Environment) -> N
     assert {"pods", "services", "configmaps", "leases.coordination.k8s.io", "jobs.batch"} <= names
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason="KubeRay samples not present")
 async def test_kubectl_rejects_misspelled_type_with_field_path(envtest: Environment, namespace: str) -> None:
     await envtest.install_crds([SAMPLE.parent.parent / "crd"])
     bad = SAMPLE_TEXT.replace("replicas: 1", 'replicas: "1"', 1)
@@ -63,7 +62,6 @@ async def test_kubectl_rejects_misspelled_type_with_field_path(envtest: Environm
     assert "spec.workerGroupSpecs[0].replicas" in out and "must be of type integer" in out, out
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason="KubeRay samples not present")
 async def test_kubectl_get_prints_printer_columns(envtest: Environment, namespace: str) -> None:
     await envtest.install_crds([SAMPLE.parent.parent / "crd"])
     code, out = await kubectl(envtest, "-n", namespace, "apply", "-f", "-", stdin=SAMPLE_TEXT.encode())
@@ -74,7 +72,6 @@ async def test_kubectl_get_prints_printer_columns(envtest: Environment, namespac
     assert header[:3] == ["NAME", "DESIRED", "WORKERS"] and "STATUS" in header and "AGE" in header, out
 
 
-@pytest.mark.skipif(not SAMPLE.exists(), reason="KubeRay samples not present")
 async def test_kubectl_explain_custom_resource(envtest: Environment) -> None:
     await envtest.install_crds([SAMPLE.parent.parent / "crd"])
     code, out = await kubectl(envtest, "explain", "rayclusters.spec.workerGroupSpecs.numOfHosts")

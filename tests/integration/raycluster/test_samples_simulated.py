@@ -25,9 +25,7 @@ from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager, ManagerOptions
 from tests.integration.raycluster.conftest import CRDS, eventually
 
-SAMPLES = Path("/work/shared/reference/kuberay/samples")
-if not SAMPLES.is_dir():  # the samples also ship with the API package
-    SAMPLES = Path(__file__).resolve().parents[3] / "controllers" / "api" / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "fixtures" / "kuberay" / "samples"
 SAMPLE_FILES = sorted(p.name for p in SAMPLES.glob("ray-cluster.*.yaml"))
 KINDS: dict[str, Resource] = {
     "ConfigMap": CONFIGMAPS,

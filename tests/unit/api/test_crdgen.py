@@ -16,7 +16,7 @@ from controllers.api.overlay import extract_overlay
 
 ROOT = Path(__file__).resolve().parents[3]
 BASES = ROOT / "config" / "crd" / "bases"
-KUBERAY_CRDS = ROOT.parent / "shared" / "reference" / "kuberay" / "crd"
+KUBERAY_CRDS = ROOT / "tests" / "fixtures" / "kuberay" / "crd"
 Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -157,8 +157,6 @@ def test_generator_is_deterministic() -> None:
     assert json.dumps(generate_crds(k8s=K8sSchemaBuilder()), sort_keys=False) == first
 
 
-needs_kuberay = pytest.mark.skipif(not KUBERAY_CRDS.exists(), reason="KubeRay reference CRDs not present")
-
 # The one place our schema knowingly differs from KubeRay's v1 schema: kubernetes_asyncio (the
 # upstream OpenAPI document) does not list PortStatus.error as required; controller-gen does.
 KNOWN_DIFFERENCES = {
@@ -192,7 +190,6 @@ def _differences(ours: Any, theirs: Any, path: str, out: list[str]) -> None:
             out.append(f"{path}: {key}")
 
 
-@needs_kuberay
 def test_same_shape_as_kuberay_v1(generated: dict[str, dict[str, Any]]) -> None:
     found: list[str] = []
     for name in CRD_FILES:
@@ -205,7 +202,6 @@ def test_same_shape_as_kuberay_v1(generated: dict[str, dict[str, Any]]) -> None:
     assert {f.replace("..", ".") for f in found} == KNOWN_DIFFERENCES
 
 
-@needs_kuberay
 def test_committed_overlay_is_what_kuberays_crds_give() -> None:
     overlay, problems = extract_overlay(
         _load(KUBERAY_CRDS / CRD_FILES[0]), _load(KUBERAY_CRDS / CRD_FILES[1])
