@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import re
 from collections.abc import AsyncIterator
@@ -28,11 +29,7 @@ import yaml
 
 from controllers import constants as c
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
-from controllers.raycluster.common import controller_ref
-from controllers.rayservice.hashing import should_prepare_new_cluster, should_update_cluster
-from controllers.rayservice.services import build_rayservice_head_service, build_rayservice_serve_service
 from controllers.raysim import RayPodRuntime
-from controllers.spechash import rayservice_cluster_hash, recreate_hash
 from kuberay_py.client.resources import PODS, SERVICES
 from kuberay_py.envtest import Environment
 from kuberay_py.metrics import registry
@@ -80,7 +77,23 @@ def _counts() -> dict[str, float]:
 
 
 CLUSTER = "rayservice-sample-x7k2m"  # KubeRay's <RayService>-<5 random characters>
-KUBERAY_HASH = "Q1055GBNIO0AH4T77DF02RUTJ6K23ASF"  # what KubeRay v1.7.0 wrote (SPEC_HASH.md #1)
+# The spec hash of this sample as stored: vector #1 of tests/unit/spechash/test_vectors.py, and what
+# KubeRay v1.7.0 wrote on its cluster and head Pod in the golden run (checked below).
+KUBERAY_HASH = "Q1055GBNIO0AH4T77DF02RUTJ6K23ASF"
+WATCH_PROBE = "test.kuberay-py.io/watch-probe"  # an annotation write each watch must see first
+_probes = itertools.count()
+
+
+def _golden_objects() -> dict[str, list[dict[str, Any]]]:
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for obj in golden.golden(SAMPLE)["objects"]:
+        by_kind.setdefault(obj["kind"], []).append(obj)
+    return by_kind
+
+
+def _golden_head(by_kind: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    (head,) = [p for p in by_kind["Pod"] if p["metadata"]["labels"]["ray.io/node-type"] == "head"]
+    return head
 
 
 @dataclass
@@ -117,14 +130,22 @@ class Churn:
 
 @contextlib.asynccontextmanager
 async def watching(rig: Rig, serve_service: str) -> AsyncIterator[Churn]:
+    """Watch Pods and RayClusters from a list taken before anything happens, and wait until each
+    watch has delivered an event written after it started (an annotation on an existing object):
+    only then can an empty ``churn.events`` mean that nothing was created or deleted."""
     churn = Churn()
+    token = str(next(_probes))
+    established = {PODS.kind: asyncio.Event(), RAYCLUSTERS.kind: asyncio.Event()}
+    listed = {res.kind: await rig.client.list(res, rig.namespace) for res in (PODS, RAYCLUSTERS)}
 
     async def watch(res: Any) -> None:
-        listed = await rig.client.list(res, rig.namespace)
-        rv = listed["metadata"]["resourceVersion"]
+        rv = listed[res.kind]["metadata"]["resourceVersion"]
         async for event in rig.client.watch(res, rig.namespace, resource_version=rv):
+            meta = event["object"]["metadata"]
             if event["type"] in ("ADDED", "DELETED"):
-                churn.events.append((event["type"], res.kind, event["object"]["metadata"]["name"]))
+                churn.events.append((event["type"], res.kind, meta["name"]))
+            elif (meta.get("annotations") or {}).get(WATCH_PROBE) == token:
+                established[res.kind].set()
 
     async def sample_endpoints() -> None:
         while True:
@@ -135,13 +156,25 @@ async def watching(rig: Rig, serve_service: str) -> AsyncIterator[Churn]:
             )
             await asyncio.sleep(0.05)
 
-    tasks = [asyncio.create_task(t) for t in (watch(PODS), watch(RAYCLUSTERS), sample_endpoints())]
-    await asyncio.sleep(0.2)  # the watches are established before anything happens
+    watches = [asyncio.create_task(watch(PODS)), asyncio.create_task(watch(RAYCLUSTERS))]
+    tasks = [*watches, asyncio.create_task(sample_endpoints())]
     try:
+        for res in (PODS, RAYCLUSTERS):
+            first = listed[res.kind]["items"][0]["metadata"]["name"]
+            await rig.client.patch(
+                res, first, {"metadata": {"annotations": {WATCH_PROBE: token}}}, rig.namespace
+            )
+        both = asyncio.gather(*(e.wait() for e in established.values()))
+        # both probes seen, or a watch ended (it failed): whichever comes first
+        await asyncio.wait([both, *watches], timeout=30, return_when=asyncio.FIRST_COMPLETED)
+        both.cancel()
+        assert all(e.is_set() for e in established.values()), ("watches not established", watches)
         yield churn
         # one more endpoint sample after the last step, so the whole takeover is covered
         taken = churn.samples
         await eventually(lambda: _sampled_since(churn, taken), "a last endpoint sample", 10)
+        for task in watches:  # a watch that ended early would have stopped counting
+            assert not task.done(), task
     finally:
         for task in tasks:
             task.cancel()
@@ -160,18 +193,75 @@ def _from_golden(obj: dict[str, Any], namespace: str, names: dict[str, str]) -> 
     text = re.sub(r"(?<![A-Za-z0-9-])NS(?![A-Za-z0-9-])", namespace, text)
     out: dict[str, Any] = json.loads(text)
     out.pop("status", None)
-    for ref in out["metadata"].get("ownerReferences") or []:
-        ref.pop("uid", None)
     return out
+
+
+def _owned_by(obj: dict[str, Any], owner: dict[str, Any]) -> dict[str, Any]:
+    """The golden owner reference (uids were normalised away) pointed at the live owner."""
+    (ref,) = obj["metadata"]["ownerReferences"]
+    assert (ref["kind"], ref["name"]) == (owner["kind"], owner["metadata"]["name"]), ref
+    ref["uid"] = owner["metadata"]["uid"]
+    return obj
+
+
+def _rayservice_services(cluster_head_service: dict[str, Any], svc: dict[str, Any]) -> list[dict[str, Any]]:
+    """KubeRay's two Services of a serving RayService, made from its golden cluster head Service.
+
+    The golden run never got that far (no kubelet, so nothing served), so these follow KubeRay
+    v1.7.0's builders in ``controllers/ray/common/service.go``: ``<svc>-head-svc`` is the cluster's
+    head Service renamed, with the RayService's four labels (BuildHeadServiceForRayService);
+    ``<svc>-serve-svc`` carries the head's ``serve``/``serve-*`` ports and selects the cluster's
+    Pods labelled ``ray.io/serve=true`` (BuildServeService). Both are owned by the RayService
+    (``reconcileServices`` sets the controller reference)."""
+    name, ns = svc["metadata"]["name"], svc["metadata"]["namespace"]
+    ref = {
+        "apiVersion": svc["apiVersion"], "kind": svc["kind"], "name": name, "uid": svc["metadata"]["uid"],
+        "controller": True, "blockOwnerDeletion": True,
+    }  # fmt: skip
+    cluster = cluster_head_service["spec"]["selector"]["ray.io/cluster"]
+    head = json.loads(json.dumps(cluster_head_service))
+    head["metadata"] = {
+        "name": f"{name}-head-svc",
+        "namespace": ns,
+        "labels": {
+            "ray.io/originated-from-cr-name": name,
+            "ray.io/originated-from-crd": "RayService",
+            "ray.io/node-type": "head",
+            "ray.io/identifier": f"{name}-head",
+        },
+        "ownerReferences": [ref],
+    }
+    ports = [
+        {"name": p["name"], "port": p["port"]}
+        for p in cluster_head_service["spec"]["ports"]
+        if p["name"] == "serve" or p["name"].startswith("serve-")
+    ]
+    serve = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": f"{name}-serve-svc",
+            "namespace": ns,
+            "labels": {
+                "ray.io/originated-from-cr-name": name,
+                "ray.io/originated-from-crd": "RayService",
+                "ray.io/serve": f"{name}-serve",
+            },
+            "ownerReferences": [ref],
+        },
+        "spec": {
+            "selector": {"ray.io/cluster": cluster, "ray.io/serve": "true"},
+            "ports": ports,
+            "type": "ClusterIP",
+        },
+    }
+    return [head, serve]
 
 
 async def _kuberay_state(rig: Rig) -> dict[str, Any]:
     """Create exactly what KubeRay v1.7 left for the sample, serving, and return the RayService."""
     ns, client = rig.namespace, rig.client
-    gold = golden.golden(SAMPLE)
-    by_kind: dict[str, list[dict[str, Any]]] = {}
-    for obj in gold["objects"]:
-        by_kind.setdefault(obj["kind"], []).append(obj)
+    by_kind = _golden_objects()
 
     manifest = sample(SAMPLE)
     manifest["spec"]["serveConfigV2"] = yaml.safe_dump(serve_config(2))
@@ -185,22 +275,19 @@ async def _kuberay_state(rig: Rig) -> dict[str, Any]:
     workers = [p for p in by_kind["Pod"] if p["metadata"]["labels"]["ray.io/node-type"] == "worker"]
     names["rayservice-sample-RAND"] = CLUSTER
 
-    cluster = _from_golden(by_kind["RayCluster"][0], ns, names)
-    cluster["metadata"]["ownerReferences"] = [controller_ref(svc)]
-    cluster = await client.create(RAYCLUSTERS, cluster, ns)
-    owner = controller_ref(cluster)
+    cluster = await client.create(
+        RAYCLUSTERS, _owned_by(_from_golden(by_kind["RayCluster"][0], ns, names), svc), ns
+    )
 
-    head = _from_golden(by_kind["Pod"][0], ns, names)
+    head = _from_golden(_golden_head(by_kind), ns, names)
     pods = [head]
     for i, worker in enumerate(workers):
         pods.append(
             _from_golden(worker, ns, {**names, "small-group-worker-RAND": f"small-group-worker-w{i}z9k"})
         )
     for pod in pods:
-        pod["metadata"]["ownerReferences"] = [owner]
-        await client.create(PODS, pod, ns)
-    head_service = _from_golden(by_kind["Service"][0], ns, names)
-    head_service["metadata"]["ownerReferences"] = [owner]
+        await client.create(PODS, _owned_by(pod, cluster), ns)
+    head_service = _owned_by(_from_golden(by_kind["Service"][0], ns, names), cluster)
     await client.create(SERVICES, head_service, ns)
 
     # Serving, as KubeRay gets there: Serve config PUT to the head's dashboard once it is up, the
@@ -233,9 +320,8 @@ async def _kuberay_state(rig: Rig) -> dict[str, Any]:
         {"metadata": {"labels": {"ray.io/serve": "true"}}},
         ns,
     )
-    cluster = await client.get(RAYCLUSTERS, CLUSTER, ns)
-    await client.create(SERVICES, build_rayservice_head_service(svc, cluster), ns)
-    await client.create(SERVICES, build_rayservice_serve_service(svc, cluster), ns)
+    for service in _rayservice_services(head_service, svc):
+        await client.create(SERVICES, service, ns)
 
     endpoints = await eventually(
         lambda: _serving(rig, "rayservice-sample-serve-svc"), "KubeRay's serve endpoints", timeout=40
@@ -347,23 +433,23 @@ async def test_what_kuberay_py_creates_is_what_kuberay_would_adopt(rig: Rig) -> 
     name = svc["status"]["activeServiceStatus"]["rayClusterName"]
     assert re.fullmatch(r"rayservice-sample-[a-z0-9]{5}", name)
     cluster = await rig.client.get(RAYCLUSTERS, name, ns)
-    annotations = cluster["metadata"]["annotations"]
-    # The value KubeRay v1.7.0 itself computed for this sample (SPEC_HASH.md vector #1).
-    assert annotations[c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY] == KUBERAY_HASH
-    assert rayservice_cluster_hash(svc["spec"]["rayClusterConfig"]) == KUBERAY_HASH
-    assert annotations[c.NUM_WORKER_GROUPS_KEY] == "1" and annotations[c.KUBERAY_VERSION_KEY] == "v1.7.0"
-    assert cluster["metadata"]["labels"] == {
-        "ray.io/originated-from-cr-name": "rayservice-sample",
-        "ray.io/originated-from-crd": "RayService",
-    }
-    goal = svc["spec"]["rayClusterConfig"]
-    assert not should_prepare_new_cluster(cluster, None, goal, pending_is_serving=False, zero_downtime=True)
-    assert not should_update_cluster(cluster, goal, is_active=True, upgrade_in_progress=False)
-    head = (await rig.pods(name, "head"))[0]
-    assert head["metadata"]["annotations"][c.KUBERAY_VERSION_KEY] == "v1.7.0"
-    assert head["metadata"]["annotations"][c.UPGRADE_STRATEGY_RECREATE_HASH_KEY] == recreate_hash(
-        cluster["spec"]
+    # KubeRay v1.7.0 neither prepares a new cluster nor updates this one when the cluster's hash
+    # annotation equals the hash of the RayService's rayClusterConfig, its worker-group count is the
+    # spec's, and its version annotation is KubeRay's own (rayservice_controller.go:
+    # shouldPrepareNewCluster, shouldUpdateCluster, isClusterSpecHashEqual). For this sample that
+    # hash is the SPEC_HASH vector KUBERAY_HASH; the golden run shows KubeRay writing exactly it.
+    by_kind = _golden_objects()
+    theirs = by_kind["RayCluster"][0]["metadata"]
+    assert theirs["annotations"][c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY] == KUBERAY_HASH
+    assert cluster["metadata"]["annotations"] == theirs["annotations"]
+    assert int(theirs["annotations"][c.NUM_WORKER_GROUPS_KEY]) == len(
+        svc["spec"]["rayClusterConfig"]["workerGroupSpecs"]
     )
+    assert cluster["metadata"]["labels"] == theirs["labels"]
+    head = (await rig.pods(name, "head"))[0]
+    their_head = _golden_head(by_kind)["metadata"]["annotations"]
+    for key in (c.KUBERAY_VERSION_KEY, c.UPGRADE_STRATEGY_RECREATE_HASH_KEY):
+        assert head["metadata"]["annotations"][key] == their_head[key], key
     assert head["metadata"]["labels"]["ray.io/serve"] == "true"
     workers = await rig.pods(name, "worker")
     assert sorted(w["metadata"]["labels"][c.RAY_WORKER_REPLICA_INDEX_LABEL_KEY] for w in workers) == ["0"]
