@@ -1,13 +1,24 @@
-"""Operator load in steady state: our head-proxy checker vs KubeRay's pre-#1808 strategy.
+"""Operator load in steady state: our head-proxy checker vs two models of KubeRay's RayService.
 
 200 RayServices, each with a cluster of 1 head and W workers (W in 2, 8, 32), all serving. For
-each W, the same objects are run first by our RayService controller (the shared checker probes
-heads once per period; reconciles only on events) and then by the pre-#1808 strategy (every
-reconcile probes every Pod of the cluster, one after the other, and requeues after 2 s), and a
-steady window is measured: operator HTTP probes/s, reconciles/s, API requests/s and operator CPU
-seconds. Then, with W=2, every RayService is touched (an annotation) at a fixed rate while 10 % of
-the heads hang (their proxy accepts and never answers), and the p99 reconcile latency of the
-*other* RayServices is compared with the same run without hanging heads.
+each W, the same objects are run by three arms in turn, and a steady window is measured: HTTP
+requests to Ray/s (proxy probes and Serve status GETs, counted by the fake Ray server), reconciles/s,
+API requests/s and operator CPU seconds. The arms:
+
+* ``new``: our RayService controller (the shared checker probes heads once per period; reconciles
+  only on events);
+* ``pre1808``: KubeRay *before* PR #1808 (v1.0 era): every reconcile probes every Pod of the
+  cluster, one after the other, and requeues after 2 s;
+* ``v170``: KubeRay v1.7.0's strategy (``rayservice_controller.go``), what a user compares against
+  today: every reconcile ends with ``RequeueAfter: ServiceDefaultRequeueDuration`` (2 s) whatever
+  happened; on the way it probes the *head* Pod's proxy ``/-/healthz`` of the active and the
+  pending cluster (``updateHeadPodServeLabel``, 2 s client timeout) and GETs the Serve applications
+  of the cluster it serves from the dashboard (``reconcileServe`` -> ``getAndCheckServeStatus``).
+  Workers are not probed by the operator (their readiness probe is the kubelet's).
+
+Then, with W=2, every RayService is touched (an annotation) at a fixed rate while 10 % of the
+heads hang (their proxy accepts and never answers), and the p99 reconcile latency of the *other*
+RayServices is compared with the same run without hanging heads (our controller only).
 
 Only the operator runs in this process; the API server (the built-in envtest server) and the fake
 Ray heads/workers run in subprocesses, so ``time.process_time()`` is the operator's CPU. All
@@ -54,8 +65,9 @@ from kuberay_py.metrics import registry  # noqa: E402
 PROXY_PORT = 28000
 DASH_PORT = 28265
 CTRL_PORT = 28999
-OLD_REQUEUE = 2.0  # KubeRay's ServiceDefaultRequeueDuration
-OLD_PROBE_TIMEOUT = 2.0
+OLD_REQUEUE = 2.0  # KubeRay's ServiceDefaultRequeueDuration (rayservice_controller.go)
+OLD_PROBE_TIMEOUT = 2.0  # KubeRay's RayHTTPClientDirectTimeoutSeconds
+ARMS = ("new", "pre1808", "v170")
 
 
 def head_ip(i: int) -> str:
@@ -66,8 +78,12 @@ def head_ip(i: int) -> str:
 
 
 def serve_fake_ray(n_heads: int) -> None:
-    """Proxies (``/-/healthz``) and dashboards (Serve GET/PUT) on every head address and 127.0.0.1."""
+    """Proxies (``/-/healthz``) and dashboards (Serve GET/PUT) on every head address and 127.0.0.1.
+
+    It counts what it answers (``GET /counts`` on the control port), so every arm's HTTP load on
+    Ray is measured the same way, from the receiving side."""
     hanging: set[str] = set()
+    counts = {"healthz": 0, "serve_get": 0, "serve_put": 0}
     doc = {
         "applications": {
             "fruit_app": {
@@ -81,15 +97,18 @@ def serve_fake_ray(n_heads: int) -> None:
     body = json.dumps(doc).encode()
 
     async def healthz(request: web.Request) -> web.Response:
+        counts["healthz"] += 1
         local = request.transport.get_extra_info("sockname")[0] if request.transport else ""
         if local in hanging:
             await asyncio.sleep(3600)
         return web.Response(text="success")
 
     async def get_apps(request: web.Request) -> web.Response:
+        counts["serve_get"] += 1
         return web.Response(body=body, content_type="application/json")
 
     async def put_apps(request: web.Request) -> web.Response:
+        counts["serve_put"] += 1
         await request.read()
         return web.Response(status=200)
 
@@ -97,6 +116,9 @@ def serve_fake_ray(n_heads: int) -> None:
         hanging.clear()
         hanging.update((await request.json())["hang"])
         return web.Response(text="ok")
+
+    async def get_counts(request: web.Request) -> web.Response:
+        return web.json_response(counts)
 
     async def main() -> None:
         proxy = web.Application()
@@ -106,6 +128,7 @@ def serve_fake_ray(n_heads: int) -> None:
         dash.router.add_put("/api/serve/applications/", put_apps)
         ctrl = web.Application()
         ctrl.router.add_post("/hang", control)
+        ctrl.router.add_get("/counts", get_counts)
         runners = []
         for app in (proxy, dash, ctrl):
             r = web.AppRunner(app, handle_signals=False, access_log=None)
@@ -122,12 +145,12 @@ def serve_fake_ray(n_heads: int) -> None:
     asyncio.run(main())
 
 
-# -- the pre-#1808 strategy -----------------------------------------------------------------------
+# -- KubeRay's strategies: before PR #1808, and v1.7.0 ----------------------------------------------
 
 
 class NoSharedChecker(HeadProxyHealthChecker):
-    """Before #1808 there is no shared checker: no verdict ever, so the head-label phase leaves the
-    label to the reconcile's own probing below."""
+    """KubeRay has no shared checker: no verdict ever, so the head-label phase leaves the label to
+    the reconcile's own probing below."""
 
     def request(self, target: HeadTarget) -> None:
         return
@@ -139,40 +162,72 @@ class NoSharedChecker(HeadProxyHealthChecker):
 class Pre1808Reconciler(RayServiceReconciler):
     """KubeRay before PR #1808: each reconcile probes *every* Pod's proxy and requeues after 2 s."""
 
-    probes = 0
     session: aiohttp.ClientSession | None = None
+
+    def _session(self) -> aiohttp.ClientSession:
+        if self.session is None:
+            self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=OLD_PROBE_TIMEOUT))
+        return self.session
+
+    def _clusters(self, svc: dict[str, Any]) -> list[str]:
+        status = svc.get("status") or {}
+        names = (
+            (status.get(key) or {}).get("rayClusterName")
+            for key in ("activeServiceStatus", "pendingServiceStatus")
+        )
+        return [name for name in names if name]
+
+    async def _label(self, pod: dict[str, Any], namespace: str) -> None:
+        """Probe one Pod's proxy and set its serve label from the answer, as KubeRay does."""
+        ip = (pod.get("status") or {}).get("podIP")
+        if not ip:
+            return
+        try:
+            url = f"http://{ip}:{heads.serve_port(pod)}/-/healthz"
+            async with self._session().get(url) as resp:
+                await resp.read()
+                healthy = resp.status == 200
+        except Exception:
+            healthy = False
+        desired = "true" if healthy else "false"
+        if (pod["metadata"].get("labels") or {}).get(c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY) != desired:
+            patch = {"metadata": {"labels": {c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: desired}}}
+            await self.client.patch(PODS, pod["metadata"]["name"], patch, namespace)
 
     async def reconcile(self, request: Request) -> Result:
         await super().reconcile(request)
         svc = self.cache.get(RAYSERVICES, request.name, request.namespace)
         if svc is None:
             return Result()
-        if self.session is None:
-            self.session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=OLD_PROBE_TIMEOUT))
-        status = svc.get("status") or {}
-        for key in ("activeServiceStatus", "pendingServiceStatus"):
-            name = (status.get(key) or {}).get("rayClusterName")
-            if not name:
-                continue
-            pods = self.cache.list(PODS, request.namespace, labels={c.RAY_CLUSTER_LABEL_KEY: name})
-            for pod in pods:
-                ip = (pod.get("status") or {}).get("podIP")
-                if not ip:
-                    continue
-                Pre1808Reconciler.probes += 1
-                try:
-                    url = f"http://{ip}:{heads.serve_port(pod)}/-/healthz"
-                    async with self.session.get(url) as resp:
-                        await resp.read()
-                        healthy = resp.status == 200
-                except Exception:
-                    healthy = False
-                desired = "true" if healthy else "false"
-                if (pod["metadata"].get("labels") or {}).get(
-                    c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY
-                ) != desired:
-                    patch = {"metadata": {"labels": {c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: desired}}}
-                    await self.client.patch(PODS, pod["metadata"]["name"], patch, request.namespace)
+        for name in self._clusters(svc):
+            for pod in self.cache.list(PODS, request.namespace, labels={c.RAY_CLUSTER_LABEL_KEY: name}):
+                await self._label(pod, request.namespace)
+        return Result(requeue_after=OLD_REQUEUE)
+
+
+class V170Reconciler(Pre1808Reconciler):
+    """KubeRay v1.7.0: each reconcile probes the *head* proxy of the active and the pending cluster,
+    GETs the Serve applications of the cluster it reconciles Serve for (the pending one if any,
+    else the active one), and requeues after 2 s whatever happened."""
+
+    async def reconcile(self, request: Request) -> Result:
+        await RayServiceReconciler.reconcile(self, request)
+        svc = self.cache.get(RAYSERVICES, request.name, request.namespace)
+        if svc is None:
+            return Result()
+        clusters = self._clusters(svc)
+        head_ips: dict[str, str] = {}
+        for name in clusters:
+            labels = {c.RAY_CLUSTER_LABEL_KEY: name, c.RAY_NODE_TYPE_LABEL_KEY: "head"}
+            for pod in self.cache.list(PODS, request.namespace, labels=labels):
+                await self._label(pod, request.namespace)
+                head_ips[name] = (pod.get("status") or {}).get("podIP") or ""
+        serving = clusters[-1] if clusters else None  # pending if there is one, else active
+        if serving and head_ips.get(serving):
+            url = f"http://{head_ips[serving]}:{DASH_PORT}/api/serve/applications/?api_type=declarative"
+            with contextlib.suppress(Exception):
+                async with self._session().get(url) as resp:
+                    await resp.read()
         return Result(requeue_after=OLD_REQUEUE)
 
 
@@ -296,7 +351,8 @@ def counter_sum(name: str, **match: str) -> float:
 
 
 class Operator:
-    def __init__(self, config: Any, ns: str, *, old: bool, period: float) -> None:
+    def __init__(self, config: Any, ns: str, *, arm: str, period: float) -> None:
+        old = arm != "new"
         self.manager = Manager(
             config,
             ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0", namespaces=[ns]),
@@ -308,10 +364,9 @@ class Operator:
             max_concurrent_reconciles=4,
             options=RayServiceOptions(serve_poll_interval=2.0, env={}),
         )
-        self.old = old
         if old:
-            # the pre-#1808 operator has no shared checker: every reconcile probes every Pod itself
-            self.rs.reconciler.__class__ = Pre1808Reconciler
+            # KubeRay has no shared checker: every reconcile probes the Pods itself
+            self.rs.reconciler.__class__ = Pre1808Reconciler if arm == "pre1808" else V170Reconciler
             self.rs.checker.set_targets(list)
         self.durations: list[tuple[str, float]] = []
         inner = self.rs.reconciler.reconcile
@@ -337,15 +392,17 @@ class Operator:
         if isinstance(self.rs.reconciler, Pre1808Reconciler) and self.rs.reconciler.session is not None:
             await self.rs.reconciler.session.close()
 
-    def probes(self) -> float:
-        if self.old:
-            return float(Pre1808Reconciler.probes)
-        return counter_sum("kuberay_head_proxy_health_checks_total")
+
+async def ray_counts(http: aiohttp.ClientSession) -> dict[str, int]:
+    """What the fake Ray server has answered so far (proxy probes, Serve GETs and PUTs)."""
+    async with http.get(f"http://127.0.0.1:{CTRL_PORT}/counts") as r:
+        counts: dict[str, int] = await r.json()
+        return counts
 
 
-async def measure(op: Operator, window: float) -> dict[str, float]:
-    p0, n0, a0, cpu0 = (
-        op.probes(),
+async def measure(op: Operator, window: float, http: aiohttp.ClientSession) -> dict[str, float]:
+    r0, n0, a0, cpu0 = (
+        await ray_counts(http),
         len(op.durations),
         counter_sum("rest_client_requests_total"),
         time.process_time(),
@@ -353,8 +410,10 @@ async def measure(op: Operator, window: float) -> dict[str, float]:
     t0 = time.monotonic()
     await asyncio.sleep(window)
     dt = time.monotonic() - t0
+    r1 = await ray_counts(http)
     return {
-        "probes_per_s": (op.probes() - p0) / dt,
+        "probes_per_s": (r1["healthz"] - r0["healthz"]) / dt,
+        "serve_gets_per_s": (r1["serve_get"] - r0["serve_get"]) / dt,
         "reconciles_per_s": (len(op.durations) - n0) / dt,
         "api_requests_per_s": (counter_sum("rest_client_requests_total") - a0) / dt,
         "cpu_s": time.process_time() - cpu0,
@@ -416,34 +475,34 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
         await asyncio.sleep(0.5)
         config = await load_config(kubeconfig)
         client = Client(config)
-        results: dict[str, Any] = {"new": {}, "old": {}}
+        http = aiohttp.ClientSession()
+        results: dict[str, Any] = {arm: {} for arm in ARMS}
         for workers in args.workers:
             ns = f"bench-w{workers}"
-            op = Operator(config, ns, old=False, period=args.period)
+            op = Operator(config, ns, arm="new", period=args.period)
             await op.start()
             t0 = time.monotonic()
             await create_workload(client, ns, args.services, workers)
             await wait_steady(client, ns, args.services)
             setup_s = time.monotonic() - t0
             await asyncio.sleep(args.settle)
-            results["new"][workers] = {**await measure(op, args.window), "setup_s": setup_s}
+            results["new"][workers] = {**await measure(op, args.window, http), "setup_s": setup_s}
             await op.stop()
-            old = Operator(config, ns, old=True, period=args.period)
-            await old.start()
-            await asyncio.sleep(args.settle)
-            results["old"][workers] = await measure(old, args.window)
-            await old.stop()
-            print(
-                json.dumps({"W": workers, "new": results["new"][workers], "old": results["old"][workers]}),
-                flush=True,
-            )
+            for arm in ARMS[1:]:
+                kuberay = Operator(config, ns, arm=arm, period=args.period)
+                await kuberay.start()
+                await asyncio.sleep(args.settle)
+                results[arm][workers] = await measure(kuberay, args.window, http)
+                await kuberay.stop()
+            print(json.dumps({"W": workers, **{arm: results[arm][workers] for arm in ARMS}}), flush=True)
+        await http.close()
 
         # reconcile latency of the other RayServices, without and with 10 % hanging heads
         w = min(args.workers)
         ns = f"bench-w{w}"
         names = [f"svc-{i:03d}" for i in range(args.services)]
         hanging_names = set(names[::10])
-        op = Operator(config, ns, old=False, period=args.period)
+        op = Operator(config, ns, arm="new", period=args.period)
         await op.start()
         await asyncio.sleep(args.settle)
         latency: dict[str, float] = {}
@@ -473,24 +532,22 @@ async def main(args: argparse.Namespace) -> dict[str, Any]:
             "probes_per_s_by_workers": {
                 str(k): round(v["probes_per_s"], 2) for k, v in results["new"].items()
             },
-            "old_probes_per_s_by_workers": {
-                str(k): round(v["probes_per_s"], 2) for k, v in results["old"].items()
-            },
-            "reconciles_per_s": {
-                "new": {str(k): round(v["reconciles_per_s"], 2) for k, v in results["new"].items()},
-                "old": {str(k): round(v["reconciles_per_s"], 2) for k, v in results["old"].items()},
-            },
-            "api_requests_per_s": {
-                "new": {str(k): round(v["api_requests_per_s"], 2) for k, v in results["new"].items()},
-                "old": {str(k): round(v["api_requests_per_s"], 2) for k, v in results["old"].items()},
+            **{
+                f"{figure}_per_s": {
+                    arm: {str(k): round(v[f"{figure}_per_s"], 2) for k, v in results[arm].items()}
+                    for arm in ARMS
+                }
+                for figure in ("probes", "serve_gets", "reconciles", "api_requests")
             },
             "operator_cpu_s": {
-                "new": {str(k): round(v["cpu_s"], 3) for k, v in results["new"].items()},
-                "old": {str(k): round(v["cpu_s"], 3) for k, v in results["old"].items()},
+                arm: {str(k): round(v["cpu_s"], 3) for k, v in results[arm].items()} for arm in ARMS
             },
-            "cpu_ratio_old_vs_new_w32": round(
-                results["old"][w_max]["cpu_s"] / max(results["new"][w_max]["cpu_s"], 1e-3), 1
-            ),
+            **{
+                f"cpu_ratio_{arm}_vs_new_w{w_max}": round(
+                    results[arm][w_max]["cpu_s"] / max(results["new"][w_max]["cpu_s"], 1e-3), 1
+                )
+                for arm in ARMS[1:]
+            },
             "reconcile_p99_s": {k: round(v, 4) for k, v in latency.items()},
             "p99_ratio_hanging_vs_clean": round(latency["hanging"] / latency["clean"], 2),
             "hanging_heads": len(hanging_names),
