@@ -45,6 +45,12 @@ KUBERNETES_CREATED_BY_LABEL_KEY: Final = "app.kubernetes.io/created-by"
 RAY_WORKER_REPLICA_NAME_LABEL_KEY: Final = "ray.io/worker-group-replica-name"
 RAY_WORKER_REPLICA_INDEX_LABEL_KEY: Final = "ray.io/worker-group-replica-index"
 RAY_HOST_INDEX_LABEL_KEY: Final = "ray.io/replica-host-index"
+# What the RayCronJob controller stamps on each RayJob it creates.
+RAY_CRONJOB_NAME_LABEL_KEY: Final = "ray.io/cronjob-name"
+RAY_CRONJOB_TIMESTAMP_ANNOTATION_KEY: Final = "ray.io/cronjob-scheduled-timestamp"
+# spec.managedBy of an object this operator manages (unset means the same); another value hands
+# the object to that controller (KubeRay's KubeRayController).
+MANAGED_BY_KUBERAY: Final = "ray.io/kuberay-operator"
 
 RAY_NODE_LABEL_VALUE: Final = "yes"
 APPLICATION_NAME: Final = "kuberay"  # value of app.kubernetes.io/name

@@ -15,8 +15,8 @@ from typing import Any
 
 from controllers import constants as c
 from controllers.common.cache import CacheReader
+from controllers.common.cluster import find_container_port
 from controllers.common.pods import live_pods
-from controllers.raycluster.common import find_container_port
 from kuberay_py.client.resources import PODS
 
 __all__ = [

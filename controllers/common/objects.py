@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kuberay_py.objects import Obj
 
-__all__ = ["Obj", "annotations_of", "is_deleting", "key_of", "labels_of", "owned_by"]
+__all__ = ["Obj", "annotations_of", "controller_ref", "is_deleting", "key_of", "labels_of", "owned_by"]
 
 
 def key_of(obj: Obj) -> str:
@@ -26,6 +28,21 @@ def annotations_of(obj: Obj) -> dict[str, str]:
 def is_deleting(obj: Obj) -> bool:
     """The API server has set ``deletionTimestamp``: the object is going, whatever it says."""
     return bool((obj.get("metadata") or {}).get("deletionTimestamp"))
+
+
+def controller_ref(owner: Obj, kind: str = "RayCluster") -> dict[str, Any]:
+    """An ownerReference making ``owner`` the controller, so GC and ``owns()`` watches work.
+
+    ``kind`` (and ``ray.io/v1``) stand in only where ``owner`` does not carry its own."""
+    meta = owner["metadata"]
+    return {
+        "apiVersion": owner.get("apiVersion", "ray.io/v1"),
+        "kind": owner.get("kind", kind),
+        "name": meta["name"],
+        "uid": meta["uid"],
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
 
 
 def owned_by(obj: Obj, owner_uid: str | None) -> bool:

@@ -21,7 +21,7 @@ import secrets
 from typing import Any
 
 from controllers import constants as C
-from controllers.raycluster import common
+from controllers.common import cluster as common
 
 __all__ = [
     "AUTH_TOKEN_SECRET_KEY",

@@ -10,7 +10,7 @@ import copy
 from typing import Any
 
 from controllers import constants as C
-from controllers.raycluster import common
+from controllers.common import cluster as common
 from controllers.raycluster.auth import auth_enabled, set_token_auth_env
 
 __all__ = [

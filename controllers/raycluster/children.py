@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from controllers import constants as C
+from controllers.common import cluster as common
 from controllers.common.events import write_with_events
 from controllers.common.objects import annotations_of
-from controllers.raycluster import common
 from controllers.raycluster.auth import auth_secret_name, build_auth_secret, generates_auth_secret
 from controllers.raycluster.autoscaler import (
     autoscaler_role,

@@ -14,10 +14,10 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.api.names import parse_go_duration
+from controllers.common import cluster as common
 from controllers.common.events import write_with_events
 from controllers.common.finalizers import finalizer_update
 from controllers.common.objects import annotations_of, is_deleting, labels_of
-from controllers.raycluster import common
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import external_storage_namespace

@@ -10,7 +10,7 @@ import copy
 from typing import Any
 
 from controllers import constants as C
-from controllers.raycluster import common
+from controllers.common import cluster as common
 from controllers.raycluster.services import service_ports
 
 __all__ = ["build_ingress", "ingress_name"]

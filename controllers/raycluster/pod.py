@@ -11,7 +11,7 @@ import copy
 from typing import Any
 
 from controllers import constants as C
-from controllers.raycluster import common
+from controllers.common import cluster as common
 from controllers.raycluster.auth import auth_enabled, configure_token_auth
 from controllers.raycluster.autoscaler import autoscaler_container, autoscaler_service_account_name
 from controllers.raycluster.command import (

@@ -15,11 +15,11 @@ from collections.abc import Callable
 import anyio
 
 from controllers import constants as C
+from controllers.common import cluster as common
 from controllers.common.conditions import is_condition_true
 from controllers.common.events import write_with_events
 from controllers.common.objects import annotations_of, labels_of
 from controllers.common.pods import live_pods
-from controllers.raycluster import common
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.pod import build_head_pod, build_worker_pod
 from controllers.raycluster.scaling import plan_group, should_delete_pod

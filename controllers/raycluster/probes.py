@@ -20,7 +20,7 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common import ray_version as rv
-from controllers.raycluster.common import find_container_port
+from controllers.common.cluster import find_container_port
 
 __all__ = ["inject_probes", "supports_unified_health_check", "wget_health_command"]
 

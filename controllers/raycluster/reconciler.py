@@ -23,9 +23,9 @@ from __future__ import annotations
 
 from controllers import constants as C
 from controllers.api.validation import validate_raycluster
+from controllers.common import cluster as common
 from controllers.common.cache import CacheReader
 from controllers.common.events import Recorder
-from controllers.raycluster import common
 from controllers.raycluster.children import reconcile_children, service
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.deletion import add_finalizer, finalize, needs_finalizer
@@ -51,7 +51,6 @@ from kuberay_py.objects import Obj
 __all__ = ["RayClusterReconciler"]
 
 log = get_logger("controllers.raycluster")
-MANAGED_BY_KUBERAY = "ray.io/kuberay-operator"
 
 
 class RayClusterReconciler:
@@ -85,7 +84,7 @@ class RayClusterReconciler:
         memo = self.memory.memo(key, cached["metadata"]["uid"])
         cluster = latest(memo, cached)
         managed_by = common.spec(cluster).get("managedBy")
-        if managed_by and managed_by != MANAGED_BY_KUBERAY:
+        if managed_by and managed_by != C.MANAGED_BY_KUBERAY:
             log.debug("managed by another controller", managed_by=managed_by)
             return Result()
         pods = self._cached_pods(request)

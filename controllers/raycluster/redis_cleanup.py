@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from controllers import constants as C
-from controllers.raycluster import common
+from controllers.common import cluster as common
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import build_head_pod
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controllers import constants as C
-from controllers.raycluster import common
+from controllers.common import cluster as common
 
 __all__ = ["GroupPlan", "plan_group", "should_delete_pod"]
 

@@ -13,6 +13,8 @@ from decimal import Decimal
 from typing import Any
 
 from controllers import constants as C
+from controllers.common import cluster as common
+from controllers.common.cluster import SIGNIFICANT_FIELDS
 from controllers.common.conditions import (
     Condition,
     ConditionStatus,
@@ -23,25 +25,10 @@ from controllers.common.conditions import (
     set_condition,
 )
 from controllers.common.pods import is_running_and_ready
-from controllers.raycluster import common
 from controllers.raycluster.quantity import Format, QuantityError, format_quantity, parse_with_format
 
 __all__ = ["SIGNIFICANT_FIELDS", "compute_status", "status_differs"]
 
-# The fields KubeRay's InconsistentRayClusterStatus compares: what a user reads of a cluster's
-# state, and what a RayJob mirrors into its own status.rayClusterStatus.
-SIGNIFICANT_FIELDS = (
-    "state",
-    "reason",
-    "readyWorkerReplicas",
-    "availableWorkerReplicas",
-    "desiredWorkerReplicas",
-    "minWorkerReplicas",
-    "maxWorkerReplicas",
-    "endpoints",
-    "head",
-    "conditions",
-)
 # Fields whose change is worth a status write: those plus observedGeneration and the desired
 # resources, so `kubectl get` never shows a stale spec.
 _COMPARED = (

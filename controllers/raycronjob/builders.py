@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from controllers.rayjob.builders import CRONJOB_NAME_LABEL, CRONJOB_TIMESTAMP_ANNOTATION, controller_ref
+from controllers import constants as C
+from controllers.common.objects import controller_ref
 from controllers.spechash import RAYJOB_SPEC_TYPE, go_round_trip
 from kuberay_py.objects import Obj
 
@@ -24,11 +25,11 @@ def child_rayjob(cron: Obj, tick: datetime) -> Obj:
         "metadata": {
             "name": child_name(meta["name"], tick),
             "namespace": meta["namespace"],
-            "labels": {CRONJOB_NAME_LABEL: meta["name"]},
+            "labels": {C.RAY_CRONJOB_NAME_LABEL_KEY: meta["name"]},
             "annotations": {
-                CRONJOB_TIMESTAMP_ANNOTATION: tick.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                C.RAY_CRONJOB_TIMESTAMP_ANNOTATION_KEY: tick.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             },
-            "ownerReferences": [controller_ref(cron)],
+            "ownerReferences": [controller_ref(cron, "RayCronJob")],
         },
         # KubeRay creates the child from its Go types: the stored spec is the template's Go round
         # trip, so the child's finalizer write changes nothing and its generation stays 1.

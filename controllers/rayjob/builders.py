@@ -10,28 +10,25 @@ from __future__ import annotations
 
 import copy
 import json
-import random
 from typing import Any
 
 import orjson
 import yaml
 
 from controllers import constants as C
-from controllers.raycluster.common import head_service_name
+from controllers.common.cluster import head_service_name
+from controllers.common.objects import controller_ref
+from controllers.common.owned_cluster import owned_cluster
 from kuberay_py.objects import Obj
 
 __all__ = [
-    "CRONJOB_NAME_LABEL",
-    "CRONJOB_TIMESTAMP_ANNOTATION",
     "DISABLE_HEAD_RESTART_ANNOTATION",
     "RAYJOB_FINALIZER",
     "SUBMISSION_MODE_LABEL",
     "SUBMITTER_CONTAINER",
     "cluster_manifest",
-    "controller_ref",
     "dashboard_port",
     "dashboard_url",
-    "generate_name",
     "head_image",
     "job_head_service",
     "job_head_service_name",
@@ -43,33 +40,12 @@ __all__ = [
 RAYJOB_FINALIZER = "ray.io/rayjob-finalizer"
 SUBMISSION_MODE_LABEL = "ray.io/job-submission-mode"
 DISABLE_HEAD_RESTART_ANNOTATION = "ray.io/disable-provisioned-head-restart"
-CRONJOB_NAME_LABEL = "ray.io/cronjob-name"
-CRONJOB_TIMESTAMP_ANNOTATION = "ray.io/cronjob-scheduled-timestamp"
 SUBMITTER_CONTAINER = "ray-job-submitter"
-_NO_VOWELS = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' rand.String alphabet
 _YAML: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 DEFAULT_SUBMITTER_RESOURCES = {
     "limits": {"cpu": "1", "memory": "1Gi"},
     "requests": {"cpu": "500m", "memory": "200Mi"},
 }
-
-
-def generate_name(prefix: str, rng: random.Random | None = None) -> str:
-    """``<prefix>-<5 random chars>`` (KubeRay's ``GenerateRayClusterName`` / job id)."""
-    pick = (rng or random).choice
-    return f"{prefix}-{''.join(pick(_NO_VOWELS) for _ in range(5))}"
-
-
-def controller_ref(owner: Obj) -> dict[str, Any]:
-    meta = owner["metadata"]
-    return {
-        "apiVersion": owner.get("apiVersion", "ray.io/v1"),
-        "kind": owner.get("kind", "RayJob"),
-        "name": meta["name"],
-        "uid": meta["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def _spec(job: Obj) -> dict[str, Any]:
@@ -125,18 +101,7 @@ def cluster_manifest(job: Obj, name: str, job_id: str = "") -> Obj:
         port = dashboard_port(spec)
         container = _submitter_container(job, spec, f"127.0.0.1:{port}", job_id, sidecar_port=port)
         pod_spec.setdefault("containers", []).append(container)
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {
-            "name": name,
-            "namespace": meta["namespace"],
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [controller_ref(job)],
-        },
-        "spec": spec,
-    }
+    return owned_cluster(job, C.CRD_RAYJOB, name, labels=labels, annotations=annotations, spec=spec)
 
 
 def _go_quote(text: str) -> str:
@@ -285,7 +250,7 @@ def submitter_job(job: Obj, cluster: Obj, address: str, job_id: str) -> Obj:
             "name": meta["name"],
             "namespace": meta["namespace"],
             "labels": labels,
-            "ownerReferences": [controller_ref(job)],
+            "ownerReferences": [controller_ref(job, C.CRD_RAYJOB)],
         },
         "spec": {"backoffLimit": 2 if backoff is None else int(backoff), "template": template},
     }
@@ -325,7 +290,7 @@ def job_head_service(job: Obj, cluster: Obj, cluster_head_service: Obj) -> Obj:
                 C.RAY_NODE_TYPE_LABEL_KEY: C.NODE_TYPE_HEAD,
                 C.RAY_ID_LABEL_KEY: f"{job['metadata']['name']}-head",
             },
-            "ownerReferences": [controller_ref(job)],
+            "ownerReferences": [controller_ref(job, C.CRD_RAYJOB)],
         },
         "spec": spec,
     }

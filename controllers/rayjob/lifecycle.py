@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from controllers import constants as C
 from controllers.common.events import write_with_events
+from controllers.common.names import generate_name
 from controllers.rayjob import builders
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.dashboard_access import stop_ray_job
@@ -34,9 +35,9 @@ def new(ctx: JobContext) -> None:
     """initStatus: ids and names for this attempt, startTime now → Initializing."""
     st = ctx.status
     if ctx.mode != "InteractiveMode":
-        st["jobId"] = ctx.spec.get("jobId") or builders.generate_name(ctx.name)
+        st["jobId"] = ctx.spec.get("jobId") or generate_name(ctx.name)
     selected = ctx.selector_cluster
-    st["rayClusterName"] = selected if selected is not None else builders.generate_name(ctx.name)
+    st["rayClusterName"] = selected if selected is not None else generate_name(ctx.name)
     st["jobStatus"] = ""
     st["startTime"] = ctx.now_text()
     ctx.move("Initializing")

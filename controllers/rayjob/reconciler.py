@@ -37,7 +37,6 @@ from kuberay_py.objects import Obj
 __all__ = ["RayJobReconciler"]
 
 log = get_logger("controllers.rayjob")
-MANAGED_BY_KUBERAY = "ray.io/kuberay-operator"
 _REASONS = {"metadata": "InvalidRayJobMetadata", "spec": "InvalidRayJobSpec", "status": "InvalidRayJobStatus"}
 MAX_CHAINED = 6
 
@@ -119,7 +118,7 @@ class RayJobReconciler:
             return Result()
         job, ctx = self._latest(key, cached)
         managed_by = (job.get("spec") or {}).get("managedBy")
-        if managed_by and managed_by != MANAGED_BY_KUBERAY:
+        if managed_by and managed_by != C.MANAGED_BY_KUBERAY:
             return Result()
         if job["metadata"].get("deletionTimestamp"):
             await cleanup.finalize(ctx)

@@ -12,10 +12,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from controllers import constants as C
+from controllers.common.cluster import head_service_name
 from controllers.common.events import write_with_events
 from controllers.ray.dashboard import DashboardClosed, DashboardError
 from controllers.ray.jobs import JobAlreadySubmitted, JobInfo, JobSubmission
-from controllers.raycluster.common import head_service_name
 from controllers.rayjob import builders
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.dashboard_access import NoDashboard, ray_jobs, stop_ray_job

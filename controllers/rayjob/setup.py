@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from controllers import constants as C
+from controllers.common.dashboards import close_with_manager
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.reconciler import RayJobReconciler
@@ -87,13 +88,5 @@ def setup(
         .complete(reconciler)
     )
 
-    async def close_dashboards() -> None:
-        import anyio
-
-        try:
-            await anyio.sleep_forever()
-        finally:
-            await dashboards.close()
-
-    manager.add_runnable(close_dashboards, needs_leader_election=False, name="rayjob-dashboards")
+    close_with_manager(manager, dashboards, "rayjob-dashboards")
     return reconciler

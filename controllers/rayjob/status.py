@@ -12,7 +12,7 @@ import copy
 from typing import Any
 
 from controllers import constants as C
-from controllers.raycluster.status import SIGNIFICANT_FIELDS
+from controllers.common.cluster import SIGNIFICANT_FIELDS
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.metrics import observe_transition
 from kuberay_py.client import Conflict, NotFound

@@ -7,13 +7,11 @@ originating RayService (labels) and an owner reference for garbage collection an
 
 from __future__ import annotations
 
-import secrets
-import string
 from typing import Any
 
 from controllers import constants as c
 from controllers.api.rayservice import ServeConfigError, parse_serve_config
-from controllers.raycluster.common import controller_ref
+from controllers.common.owned_cluster import owned_cluster
 from controllers.rayservice.hashing import spec_hash
 from controllers.spechash import RAYCLUSTER_SPEC_TYPE, go_round_trip
 
@@ -21,7 +19,6 @@ __all__ = [
     "DELETION_DEADLINE_ANNOTATION_KEY",
     "build_ray_cluster",
     "cluster_spec_of",
-    "generate_cluster_name",
     "owned_cluster_labels",
     "proxy_location",
     "with_go_struct_values",
@@ -30,13 +27,6 @@ __all__ = [
 # kuberay-py only: when a dangling cluster of a RayService may be deleted (RFC 3339, UTC). Kept on
 # the RayCluster itself so the deadline survives an operator restart (KubeRay keeps it in memory).
 DELETION_DEADLINE_ANNOTATION_KEY = "ray.io/rayservice-deletion-deadline"
-
-_ALPHABET = string.ascii_lowercase + string.digits
-
-
-def generate_cluster_name(rayservice_name: str) -> str:
-    """``<svc>-<5 random lowercase alphanumerics>`` (KubeRay's GenerateRayClusterName)."""
-    return f"{rayservice_name}-{''.join(secrets.choice(_ALPHABET) for _ in range(5))}"
 
 
 def cluster_spec_of(rayservice: dict[str, Any]) -> dict[str, Any]:
@@ -77,23 +67,14 @@ def build_ray_cluster(rayservice: dict[str, Any], name: str) -> dict[str, Any]:
     location = proxy_location(rayservice)
     if location:
         annotations[c.SERVE_PROXY_LOCATION_ANNOTATION_KEY] = location
-    owner = {
-        "apiVersion": rayservice.get("apiVersion") or "ray.io/v1",
-        "kind": "RayService",
-        "metadata": meta,
-    }
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {
-            "name": name,
-            "namespace": meta["namespace"],
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [controller_ref(owner)],
-        },
-        "spec": with_go_struct_values(cluster_spec),
-    }
+    return owned_cluster(
+        rayservice,
+        c.CRD_RAYSERVICE,
+        name,
+        labels=labels,
+        annotations=annotations,
+        spec=with_go_struct_values(cluster_spec),
+    )
 
 
 def with_go_struct_values(cluster_spec: dict[str, Any]) -> dict[str, Any]:

@@ -13,13 +13,13 @@ from datetime import timedelta
 from controllers import constants as c
 from controllers.common.conditions import is_condition_true
 from controllers.common.events import write_with_events
+from controllers.common.names import generate_name
 from controllers.common.objects import annotations_of, is_deleting
 from controllers.constants import RAYCLUSTERS
 from controllers.rayservice.cluster import (
     DELETION_DEADLINE_ANNOTATION_KEY,
     build_ray_cluster,
     cluster_spec_of,
-    generate_cluster_name,
     owned_cluster_labels,
 )
 from controllers.rayservice.context import ServiceContext
@@ -139,7 +139,7 @@ def plan_new_cluster(
         zero_downtime=zero_downtime,
     ):
         return None
-    name = generate_cluster_name(ctx.name)
+    name = generate_name(ctx.name)
     ctx.status["pendingServiceStatus"] = {"rayClusterName": name}
     log.info("preparing a new pending RayCluster", cluster=name)
     return name

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from controllers import constants as c
-from controllers.raycluster import common
+from controllers.common import cluster as common
 from controllers.rayservice.cluster import cluster_spec_of
 from controllers.rayservice.services import ServeServiceError, serve_ports
 

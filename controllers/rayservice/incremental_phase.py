@@ -22,9 +22,10 @@ from controllers import constants as c
 from controllers.api.rayservice import ClusterUpgradeOptions
 from controllers.common.events import write_with_events
 from controllers.common.heads import head_pod
+from controllers.common.names import generate_name
 from controllers.common.objects import is_deleting, owned_by
 from controllers.common.pods import is_running_and_ready
-from controllers.rayservice.cluster import build_ray_cluster, cluster_spec_of, generate_cluster_name
+from controllers.rayservice.cluster import build_ray_cluster, cluster_spec_of
 from controllers.rayservice.clusters import create_cluster
 from controllers.rayservice.context import ServiceContext
 from controllers.rayservice.gateway import (
@@ -289,7 +290,7 @@ async def reconcile_incremental(ctx: ServiceContext, active: Obj | None, pending
     if not rollback and should_prepare_new_cluster(
         active, pending, goal, pending_is_serving=promoted, zero_downtime=True
     ):
-        new_cluster = generate_cluster_name(ctx.name)
+        new_cluster = generate_name(ctx.name)
         first = not (status.get("activeServiceStatus") or {}).get("rayClusterName")
         status["pendingServiceStatus"] = {
             "rayClusterName": new_cluster,

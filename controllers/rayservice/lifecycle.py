@@ -21,7 +21,6 @@ from controllers.constants import RAYSERVICES
 from controllers.rayservice.clusters import delete_cluster, owned_clusters
 from controllers.rayservice.context import ServiceContext
 from controllers.rayservice.memory import ServiceMemo
-from controllers.rayservice.options import MANAGED_BY_KUBERAY
 from controllers.rayservice.shapes import cluster_names
 from controllers.rayservice.status import (
     initializing_deadline_passed,
@@ -67,7 +66,7 @@ async def load_rayservice(
 
 
 def is_managed_here(svc: Obj) -> bool:
-    return (svc.get("spec") or {}).get("managedBy") in (None, "", MANAGED_BY_KUBERAY)
+    return (svc.get("spec") or {}).get("managedBy") in (None, "", c.MANAGED_BY_KUBERAY)
 
 
 async def finalize(ctx: ServiceContext) -> None:

@@ -9,13 +9,11 @@ from dataclasses import dataclass, field
 __all__ = [
     "COND_SERVE_CONFIG_VALID",
     "DEFAULT_DELETION_DELAY",
-    "MANAGED_BY_KUBERAY",
     "SERVICE_NAME_LABEL",
     "RayServiceOptions",
 ]
 
 DEFAULT_DELETION_DELAY = 60.0
-MANAGED_BY_KUBERAY = "ray.io/kuberay-operator"
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 # kuberay-py only: whether Ray accepted the last serveConfigV2 PUT (a 400 keeps the old apps running).
 COND_SERVE_CONFIG_VALID = "ServeConfigValid"

@@ -15,8 +15,8 @@ import copy
 from typing import Any
 
 from controllers import constants as c
-from controllers.raycluster import common
-from controllers.raycluster.services import build_head_service, service_ports
+from controllers.common import cluster as common
+from controllers.common.head_service import build_head_service, service_ports
 from controllers.rayservice.cluster import cluster_spec_of
 
 __all__ = [

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from controllers import constants as c
+from controllers.common.dashboards import close_with_manager
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import (
@@ -156,11 +157,6 @@ def setup(
     checker.set_targets(lambda: heads.head_targets(cache))
     checker.on_change = on_change
 
-    async def run_checker() -> None:
-        try:
-            await checker.run()
-        finally:
-            await dashboards.close()
-
-    manager.add_runnable(run_checker, needs_leader_election=True, name="head-proxy-health-checker")
+    manager.add_runnable(checker.run, needs_leader_election=True, name="head-proxy-health-checker")
+    close_with_manager(manager, dashboards, "rayservice-dashboards")
     return RayServiceController(reconciler, controller, checker, dashboards)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from controllers.common.names import generate_name
 from controllers.rayjob import builders
 from tests.rayjob_harness import rayjob
 
@@ -121,7 +122,7 @@ def test_the_cluster_copies_the_spec_labels_and_annotations() -> None:
 
 
 def test_names_and_urls() -> None:
-    name = builders.generate_name("rj")
+    name = generate_name("rj")
     assert name.startswith("rj-") and len(name) == 8 and not set(name[3:]) & set("aeiou013")
     rc = cluster(job())
     assert builders.dashboard_url(rc, "cluster.local") == ADDR

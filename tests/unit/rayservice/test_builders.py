@@ -1,7 +1,8 @@
 import pytest
 
 from controllers import constants as c
-from controllers.rayservice.cluster import build_ray_cluster, generate_cluster_name, with_go_struct_values
+from controllers.common.names import RAND_ALPHABET, generate_name
+from controllers.rayservice.cluster import build_ray_cluster, with_go_struct_values
 from controllers.rayservice.hashing import spec_hash
 from controllers.rayservice.services import (
     ServeServiceError,
@@ -11,11 +12,11 @@ from controllers.rayservice.services import (
 
 
 def test_cluster_name_is_service_plus_five_random_chars() -> None:
-    names = {generate_cluster_name("svc") for _ in range(50)}
+    names = {generate_name("svc") for _ in range(50)}
     assert len(names) > 40
     for name in names:
         prefix, suffix = name.rsplit("-", 1)
-        assert prefix == "svc" and len(suffix) == 5 and suffix.isalnum() and suffix == suffix.lower()
+        assert prefix == "svc" and len(suffix) == 5 and set(suffix) <= set(RAND_ALPHABET)
 
 
 def test_child_cluster_carries_hash_labels_and_owner(sample_service) -> None:

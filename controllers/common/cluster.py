@@ -1,8 +1,10 @@
-"""Small readers over a RayCluster dict shared by the builders, the reconciler and status.
+"""Small readers over a RayCluster dict, shared by every controller that owns or reads one.
 
 The builders take the RayCluster as the raw dict the cache hands out (the typed models in
 ``controllers.api`` validate the same shape); these helpers give the few derived values
-(names, ports, feature switches) one definition each, with KubeRay's defaults.
+(names, ports, feature switches, the status fields that matter) one definition each, with
+KubeRay's defaults. The RayCluster controller uses all of them; the RayService and RayJob
+controllers the names, the owner reference and the significant status fields.
 """
 
 from __future__ import annotations
@@ -10,8 +12,10 @@ from __future__ import annotations
 from typing import Any
 
 from controllers import constants as C
+from controllers.common.objects import controller_ref
 
 __all__ = [
+    "SIGNIFICANT_FIELDS",
     "check_name",
     "controller_ref",
     "created_by_rayservice",
@@ -31,6 +35,22 @@ __all__ = [
     "serve_proxy_on_workers",
     "serve_service_name",
 ]
+
+
+# The fields KubeRay's InconsistentRayClusterStatus compares: what a user reads of a cluster's
+# state, and what a RayJob mirrors into its own status.rayClusterStatus.
+SIGNIFICANT_FIELDS = (
+    "state",
+    "reason",
+    "readyWorkerReplicas",
+    "availableWorkerReplicas",
+    "desiredWorkerReplicas",
+    "minWorkerReplicas",
+    "maxWorkerReplicas",
+    "endpoints",
+    "head",
+    "conditions",
+)
 
 
 def spec(cluster: dict[str, Any]) -> dict[str, Any]:
@@ -148,15 +168,3 @@ def find_container_port(container: dict[str, Any], name: str, default: int) -> i
         if port.get("name") == name:
             return int(port.get("containerPort", default))
     return default
-
-
-def controller_ref(obj: dict[str, Any]) -> dict[str, Any]:
-    """An ownerReference making ``obj`` the controller, so GC and ``owns()`` watches work."""
-    return {
-        "apiVersion": obj.get("apiVersion", "ray.io/v1"),
-        "kind": obj.get("kind", "RayCluster"),
-        "name": obj["metadata"]["name"],
-        "uid": obj["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
