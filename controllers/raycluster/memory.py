@@ -27,7 +27,7 @@ class ClusterMemo:
     fresh_services: dict[str, Obj] = field(default_factory=dict)
     # (resourceVersion we wrote over, object the API returned): our own latest write of the
     # RayCluster, used until the cache catches up so a lagging watch causes no 409 or rewrite.
-    written: tuple[str, Obj] | None = None
+    written: tuple[frozenset[str], Obj] | None = None
     # Monotonic time a counter-only status change was first held back.
     deferred_since: float | None = None
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common.conditions import is_condition_true
+from controllers.common.last_write import latest, remember_write
 from controllers.raycluster.context import ClusterContext
-from controllers.raycluster.memory import ClusterMemo
 from controllers.raycluster.status import status_differs
 from kuberay_py.client import Conflict, NotFound
 from kuberay_py.clock import format_rfc3339
@@ -34,22 +34,6 @@ log = get_logger("controllers.raycluster")
 
 # Status fields whose change alone is not urgent (see coalesce_delay).
 _SOFT = ("readyWorkerReplicas", "availableWorkerReplicas", "head", "endpoints", "conditions")
-
-
-def latest(memo: ClusterMemo, cached: Obj) -> Obj:
-    """The cached RayCluster, or our own newer write of it while the watch lags behind."""
-    if memo.written is None:
-        return cached
-    over_rv, obj = memo.written
-    if cached["metadata"].get("resourceVersion") == over_rv:
-        return obj
-    memo.written = None  # the cache moved on (our write or someone else's)
-    return cached
-
-
-def remember_write(memo: ClusterMemo, over: Obj, written: Obj) -> None:
-    """``written`` (as the API returned it) replaced ``over``: read it until the cache moves on."""
-    memo.written = (str(over["metadata"].get("resourceVersion", "")), written)
 
 
 def coalesce_delay(ctx: ClusterContext, new: Obj, *, urgent: bool) -> float | None:

@@ -19,7 +19,7 @@ class JobMemo:
     uid: str
     # (resourceVersion we wrote over, object the API returned): our latest write of the RayJob,
     # read instead of the cache until the watch catches up (status writes do not wake us).
-    written: tuple[str, Obj] | None = None
+    written: tuple[frozenset[str], Obj] | None = None
     # Adaptive dashboard polling: the current interval and the Ray status it was computed for.
     poll_interval: float = 0.0
     polled_status: str = ""

@@ -20,6 +20,7 @@ from controllers import constants as C
 from controllers.api.job_validation import validate_rayjob
 from controllers.common.cache import CacheReader
 from controllers.common.events import Recorder
+from controllers.common.last_write import latest, remember_write
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.rayjob import cleanup, lifecycle, running
 from controllers.rayjob.builders import RAYJOB_FINALIZER
@@ -84,13 +85,7 @@ class RayJobReconciler:
 
     def _latest(self, key: str, cached: Obj) -> tuple[Obj, JobContext]:
         memo = self.memory.memo(key, cached["metadata"]["uid"])
-        job = cached
-        if memo.written is not None:
-            over, obj = memo.written
-            if cached["metadata"].get("resourceVersion") == over:
-                job = obj
-            else:
-                memo.written = None
+        job = latest(memo, cached)
         status = dict(job.get("status") or {})
         ctx = JobContext(
             self.client,
@@ -106,7 +101,7 @@ class RayJobReconciler:
         return job, ctx
 
     def _remember(self, ctx: JobContext, over: Obj, written: Obj) -> None:
-        ctx.memo.written = (str(over["metadata"].get("resourceVersion", "")), written)
+        remember_write(ctx.memo, over, written)
         ctx.job = written
 
     async def reconcile(self, request: Request) -> Result:

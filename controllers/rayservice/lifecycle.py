@@ -16,19 +16,19 @@ from controllers import constants as c
 from controllers.api.validation import parse_initializing_timeout, validate_rayservice
 from controllers.common.cache import CacheReader
 from controllers.common.finalizers import finalizer_update
+from controllers.common.last_write import latest, remember_write
 from controllers.common.objects import annotations_of
 from controllers.constants import RAYSERVICES
 from controllers.rayservice.clusters import delete_cluster, owned_clusters
 from controllers.rayservice.context import ServiceContext
 from controllers.rayservice.memory import ServiceMemo
-from controllers.rayservice.shapes import cluster_names
 from controllers.rayservice.status import (
     initializing_deadline_passed,
     kuberay_status_shape,
     rfc3339,
     status_differs,
 )
-from kuberay_py.client import Client, NotFound
+from kuberay_py.client import NotFound
 from kuberay_py.objects import Obj
 
 __all__ = [
@@ -43,26 +43,14 @@ __all__ = [
 ]
 
 
-async def load_rayservice(
-    client: Client, cache: CacheReader, memo: ServiceMemo, namespace: str, name: str
-) -> Obj | None:
-    """The cached RayService, or a live read when the cache may predate our last status write.
+def load_rayservice(cache: CacheReader, memo: ServiceMemo, namespace: str, name: str) -> Obj | None:
+    """The cached RayService, or our own last status write while the cache predates it.
 
-    Only a difference in the cluster names matters: acting on a stale active/pending pair could
-    create a second pending cluster or delete the one just promoted.
+    Acting on a stale active/pending pair could create a second pending cluster or delete the
+    one just promoted; the kit's last-write memo (``controllers.common.last_write``) prevents it.
     """
     svc = cache.get(RAYSERVICES, name, namespace)
-    if svc is None:
-        return None
-    written = memo.written
-    if written is not None and svc["metadata"].get("resourceVersion") != written[0]:
-        if cluster_names(svc.get("status") or {}) != cluster_names(written[1]):
-            try:
-                live: Obj = await client.get(RAYSERVICES, name, namespace)
-            except NotFound:
-                return None
-            return live
-    return svc
+    return None if svc is None else latest(memo, svc)
 
 
 def is_managed_here(svc: Obj) -> bool:
@@ -95,7 +83,9 @@ async def ensure_finalizer(ctx: ServiceContext) -> None:
     if c.RAYSERVICE_FINALIZER in (ctx.svc["metadata"].get("finalizers") or []):
         return
     body = finalizer_update("RayService", ctx.svc, add=c.RAYSERVICE_FINALIZER)
-    ctx.svc = await ctx.client.update(RAYSERVICES, body)
+    updated: Obj = await ctx.client.update(RAYSERVICES, body)
+    remember_write(ctx.memo, ctx.svc, updated)  # until the watch shows the finalizer
+    ctx.svc = updated
     ctx.status["observedGeneration"] = int(ctx.svc["metadata"].get("generation") or 0)
 
 
@@ -163,5 +153,5 @@ async def write_status(ctx: ServiceContext) -> None:
     body = copy.deepcopy(ctx.svc)
     body["status"] = kuberay_status_shape(ctx.status)
     updated: Obj = await ctx.client.update_status(RAYSERVICES, body)
-    ctx.memo.written = (str(updated["metadata"].get("resourceVersion")), copy.deepcopy(ctx.status))
+    remember_write(ctx.memo, ctx.svc, updated)
     ctx.svc = updated

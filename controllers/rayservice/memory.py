@@ -12,7 +12,7 @@ from typing import Any
 
 from controllers.ray import metrics as ray_metrics
 from controllers.rayservice.serve import ServeConfigCache
-from controllers.rayservice.shapes import RayServiceStatus
+from kuberay_py.objects import Obj
 
 __all__ = ["MAX_TOKENS", "Memory", "ServiceMemo"]
 
@@ -23,8 +23,9 @@ MAX_TOKENS = 10000
 class ServiceMemo:
     """One RayService's memory."""
 
-    # (resourceVersion, status) of our last status write: a cache older than it is read live.
-    written: tuple[str, RayServiceStatus] | None = None
+    # (resourceVersion replaced, RayService written) of our last status write: read it instead
+    # of the cache until the cache moves on (controllers.common.last_write).
+    written: tuple[frozenset[str], Obj] | None = None
     warned: dict[str, str] = field(default_factory=dict)  # event reason -> last message sent
     rejected: dict[str, str] = field(default_factory=dict)  # cluster -> serveConfigV2 Ray answered 4xx to
     # (uid, generation, annotations) validated last, and the errors found.

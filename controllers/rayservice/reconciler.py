@@ -112,9 +112,7 @@ class RayServiceReconciler:
 
     async def reconcile(self, request: Request) -> Result:
         key = f"{request.namespace}/{request.name}"
-        svc = await load_rayservice(
-            self.client, self.cache, self.memory.memo(key), request.namespace, request.name
-        )
+        svc = load_rayservice(self.cache, self.memory.memo(key), request.namespace, request.name)
         if svc is None:
             self.memory.forget(key)
             return Result()

@@ -14,6 +14,7 @@ import pytest
 
 from controllers import constants as c
 from controllers.common.conditions import find_condition
+from controllers.common.last_write import remember_write
 from controllers.ray.dashboard import DashboardHTTPError
 from controllers.ray.health import HealthResult
 from controllers.rayservice import clusters, lifecycle, serving, suspend, traffic
@@ -54,17 +55,25 @@ def condition(kit: Kit, type_: str) -> Obj:
 # -- lifecycle -----------------------------------------------------------------------------------
 
 
-async def test_load_reads_live_only_when_the_cache_predates_our_cluster_names(svc: Obj) -> None:
+def test_load_reads_our_last_write_while_the_cache_predates_it(svc: Obj) -> None:
     kit = make_kit(svc)
+    svc["metadata"]["resourceVersion"] = "10"
     kit.cache.put(c.RAYSERVICES, svc)
     memo = kit.ctx.memory.memo(kit.ctx.key)
-    assert await lifecycle.load_rayservice(kit.ctx.client, kit.cache, memo, "ns", "rayservice-sample") is svc
-    memo.written = ("11", {"pendingServiceStatus": {"rayClusterName": PENDING}})
-    kit.client.existing.add(("RayService", "rayservice-sample"))
-    kit.client.stored[("RayService", "rayservice-sample")] = {**svc, "status": dict(memo.written[1])}
-    live = await lifecycle.load_rayservice(kit.ctx.client, kit.cache, memo, "ns", "rayservice-sample")
-    assert kit.client.requests == [("get", "RayService", "rayservice-sample")]
-    assert live is not None and live["status"]["pendingServiceStatus"]["rayClusterName"] == PENDING
+    assert lifecycle.load_rayservice(kit.cache, memo, "ns", "rayservice-sample") is svc
+    ours = {
+        **svc,
+        "metadata": {**svc["metadata"], "resourceVersion": "11"},
+        "status": {"pendingServiceStatus": {"rayClusterName": PENDING}},
+    }
+    remember_write(memo, svc, ours)
+    # the cache still shows the version our write replaced: our write, with no request sent
+    assert lifecycle.load_rayservice(kit.cache, memo, "ns", "rayservice-sample") is ours
+    assert kit.client.requests == []
+    caught_up = {**ours, "metadata": {**ours["metadata"], "resourceVersion": "12"}}
+    kit.cache.put(c.RAYSERVICES, caught_up)
+    assert lifecycle.load_rayservice(kit.cache, memo, "ns", "rayservice-sample") is caught_up
+    assert memo.written is None
 
 
 def test_another_managed_by_is_left_alone(svc: Obj) -> None:

@@ -1,0 +1,46 @@
+"""Our last write of an object, read instead of the cache until the cache catches up.
+
+A controller's status write (or finalizer update) returns the new object at once; the watch
+delivers it to the cache a moment later. A reconcile in between would read the version our
+write replaced and act on it: rewrite the status (a 409), or, for a RayService, create a second
+pending cluster. So each controller's memo keeps ``(resourceVersion replaced, object written)``,
+and :func:`latest` hands out the written object while the cache still shows a version it
+replaced. Writes in one reconcile chain (a finalizer update, then the status): the memo then
+holds every version the chain replaced, since the cache may show any of them. Any other version
+(the watch caught up, or someone else wrote) ends the memo: the cache is then at least as new as
+our write.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kuberay_py.objects import Obj
+
+__all__ = ["RemembersWrite", "latest", "remember_write"]
+
+
+class RemembersWrite(Protocol):
+    """A controller memo with a slot for its last write: ``(replaced resourceVersions, written)``."""
+
+    written: tuple[frozenset[str], Obj] | None
+
+
+def latest(memo: RemembersWrite, cached: Obj) -> Obj:
+    """The cached object, or our own newer write of it while the watch lags behind."""
+    if memo.written is None:
+        return cached
+    replaced, obj = memo.written
+    if cached["metadata"].get("resourceVersion") in replaced:
+        return obj
+    memo.written = None  # the cache moved on (our write or someone else's)
+    return cached
+
+
+def remember_write(memo: RemembersWrite, over: Obj, written: Obj) -> None:
+    """``written`` (as the API returned it) replaced ``over``: read it until the cache moves on."""
+    over_rv = str(over["metadata"].get("resourceVersion", ""))
+    replaced = frozenset({over_rv})
+    if memo.written is not None and memo.written[1]["metadata"].get("resourceVersion") == over_rv:
+        replaced |= memo.written[0]  # over our own write the cache has not shown yet
+    memo.written = (replaced, written)
