@@ -42,7 +42,7 @@ async def finalize(ctx: JobContext) -> None:
     except NotFound:
         pass
     except Conflict:
-        ctx.requeue_now = True
+        ctx.requeue.immediately()
 
 
 async def _delete_self(ctx: JobContext) -> None:
@@ -88,7 +88,7 @@ async def _delete_workers(ctx: JobContext, cluster: Obj) -> None:
             expected=(NotFound, Conflict),
         )
     except (NotFound, Conflict):
-        ctx.requeue_now = True
+        ctx.requeue.immediately()
 
 
 def _done(ctx: JobContext, policy: str, cluster: Obj | None) -> bool:
@@ -138,7 +138,7 @@ async def terminal(ctx: JobContext) -> None:
                 continue
             left = _due_in(ctx, float(cond.get("ttlSeconds") or 0))
             if left > 0:
-                ctx.wake_in(left)
+                ctx.requeue.at(left)
             elif not _done(ctx, rule["policy"], cluster):
                 overdue.append(rule["policy"])
         if overdue:
@@ -151,14 +151,14 @@ async def terminal(ctx: JobContext) -> None:
             return
         left = _due_in(ctx, float(spec.get("ttlSecondsAfterFinished") or 0))
         if left > 0:
-            ctx.wake_in(left)
+            ctx.requeue.at(left)
         elif not _done(ctx, policy, cluster):
             await _run(ctx, policy, cluster)
         return
     if spec.get("shutdownAfterJobFinishes"):
         left = _due_in(ctx, float(spec.get("ttlSecondsAfterFinished") or 0))
         if left > 0:
-            ctx.wake_in(left)
+            ctx.requeue.at(left)
         elif ctx.options.delete_rayjob_after_finishes:
             await _delete_self(ctx)
         elif cluster is not None and not cluster["metadata"].get("deletionTimestamp"):

@@ -2,7 +2,8 @@
 
 The reconciler loads the RayJob, builds a :class:`JobContext`, and calls the phase for the
 current ``jobDeploymentStatus``. Phases edit ``status`` (a copy: the reconciler writes it once,
-at the end, only if it changed) and ask for a wake-up with :meth:`JobContext.wake_in`.
+at the end, only if it changed) and ask for a wake-up through ``requeue`` (the kit's
+:class:`~controllers.common.requeue.Requeue`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 from controllers.common.cache import CacheReader
 from controllers.common.events import Recorder
+from controllers.common.requeue import Requeue
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.rayjob.memory import JobMemo
 from controllers.rayjob.options import RayJobOptions
@@ -34,8 +36,7 @@ class JobContext:
     memo: JobMemo
     job: Obj  # the RayJob (cached, or our newer write of it); status edits go to ``status``
     status: dict[str, Any]
-    wake: float | None = None  # seconds until the next reconcile this pass asked for
-    requeue_now: bool = False
+    requeue: Requeue = field(default_factory=Requeue)  # when this reconcile runs again
     transitions: list[tuple[str, str]] = field(default_factory=list)  # (from, to) deployment states
 
     @property
@@ -74,11 +75,7 @@ class JobContext:
             self.status["reason"] = reason
         if message is not None:
             self.status["message"] = message
-        self.requeue_now = True
-
-    def wake_in(self, seconds: float) -> None:
-        seconds = max(0.0, seconds)
-        self.wake = seconds if self.wake is None else min(self.wake, seconds)
+        self.requeue.immediately()
 
     def now(self) -> datetime:
         return self.clock.utcnow()

@@ -50,7 +50,7 @@ def _deadline_passed(ctx: JobContext, field: str, reason: str) -> bool:
     if deadline is None or elapsed is None:
         return False
     if elapsed < deadline:
-        ctx.wake_in(deadline - elapsed)
+        ctx.requeue.at(deadline - elapsed)
         return False
     start = ctx.status.get("startTime")
     label = field[0].upper() + field[1:]

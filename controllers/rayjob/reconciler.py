@@ -117,7 +117,7 @@ class RayJobReconciler:
             return Result()
         if job["metadata"].get("deletionTimestamp"):
             await cleanup.finalize(ctx)
-            return Result(requeue=True) if ctx.requeue_now else Result()
+            return Result(requeue=True) if ctx.requeue.now else Result()
 
         errors = validate_rayjob(job, deletion_gate=self.options.deletion_policy)
         if errors:
@@ -146,17 +146,13 @@ class RayJobReconciler:
             old_state = ""
         for _ in range(MAX_CHAINED):
             before = ctx.state
-            ctx.requeue_now = False
+            ctx.requeue.now = False
             await _phase(before)(ctx)
             if ctx.state == before or before == "" or ctx.state in ("Complete", "Failed", "Retrying"):
                 break
         apply_transition_rules(ctx, old_state)
         await self._write(ctx)
-        if ctx.requeue_now:
-            return Result(requeue=True)
-        if ctx.wake is not None:
-            return Result(requeue_after=max(ctx.wake, 0.001))
-        return Result()
+        return ctx.requeue.result()
 
     async def _write(self, ctx: JobContext) -> None:
         over = ctx.job

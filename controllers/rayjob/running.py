@@ -96,7 +96,7 @@ async def _head_service(ctx: JobContext, cluster: Obj) -> None:
                 expected=(Conflict,),
             )
         except Conflict:
-            ctx.requeue_now = True
+            ctx.requeue.immediately()
         return
     source = ctx.cache.get(SERVICES, head_service_name(cluster), ctx.namespace)
     if source is None:
@@ -125,7 +125,7 @@ def _poll_later(ctx: JobContext, status: str) -> None:
     else:
         memo.poll_interval = min(memo.poll_interval * 2, opts.poll_max)
     memo.polled_status = status
-    ctx.wake_in(memo.poll_interval)
+    ctx.requeue.at(memo.poll_interval)
 
 
 def _status_check_failed(ctx: JobContext, error: str) -> None:
@@ -134,7 +134,7 @@ def _status_check_failed(ctx: JobContext, error: str) -> None:
         st["jobStatusCheckFailureStartTime"] = ctx.now_text()
     log.info("Ray job status check failed", rayjob=ctx.key, error=error)
     elapsed = ctx.since("jobStatusCheckFailureStartTime") or 0.0
-    ctx.wake_in(
+    ctx.requeue.at(
         min(ctx.options.poll_max, max(ctx.options.poll_min, ctx.options.status_check_timeout - elapsed))
     )
 
@@ -173,7 +173,7 @@ async def _submit(ctx: JobContext) -> None:
         return
     ctx.status.pop("jobStatusCheckFailureStartTime", None)
     ctx.memo.polled_status = ""
-    ctx.wake_in(ctx.options.poll_min)
+    ctx.requeue.at(ctx.options.poll_min)
 
 
 async def running(ctx: JobContext) -> None:
@@ -269,7 +269,7 @@ async def running(ctx: JobContext) -> None:
                 f"within {int(ctx.options.submitter_finished_timeout)}s",
             )
             return
-        ctx.wake_in(left)
+        ctx.requeue.at(left)
     if not info.terminal:
         _poll_later(ctx, info.status)
     # Ray is terminal but the submitter still tails the logs: its Job's completion wakes us.

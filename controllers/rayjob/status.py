@@ -76,6 +76,6 @@ async def write_status(ctx: JobContext) -> Obj | None:
     except NotFound:
         return None
     except Conflict:
-        ctx.requeue_now = True  # someone else wrote: start again from their version
+        ctx.requeue.immediately()  # someone else wrote: start again from their version
         return None
     return written

@@ -13,6 +13,7 @@ from controllers import constants as c
 from controllers.common.cache import CacheReader
 from controllers.common.conditions import ConditionStatus, set_condition
 from controllers.common.events import Recorder
+from controllers.common.requeue import Requeue
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import HeadProxyHealthChecker
 from controllers.rayservice.gateway_api import GatewayAPI
@@ -23,18 +24,7 @@ from kuberay_py.client import Client
 from kuberay_py.clock import Clock, format_rfc3339
 from kuberay_py.objects import Obj
 
-__all__ = ["RequeueTimer", "ServiceContext"]
-
-
-class RequeueTimer:
-    """The earliest of the delays the phases asked for (None: rely on watches)."""
-
-    def __init__(self) -> None:
-        self.delay: float | None = None
-
-    def at(self, seconds: float) -> None:
-        seconds = max(0.001, seconds)
-        self.delay = seconds if self.delay is None else min(self.delay, seconds)
+__all__ = ["ServiceContext"]
 
 
 @dataclass
@@ -49,7 +39,7 @@ class ServiceContext:
     memory: Memory
     svc: Obj  # the RayService as last read or written; never mutated in place
     status: RayServiceStatus  # the working copy every phase edits; written once at the end
-    requeue: RequeueTimer = field(default_factory=RequeueTimer)
+    requeue: Requeue = field(default_factory=Requeue)
     gateway_api: GatewayAPI | None = None  # discovery of the Gateway API (incremental upgrade only)
 
     @property

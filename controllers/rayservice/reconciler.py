@@ -141,7 +141,7 @@ class RayServiceReconciler:
             await create_pending_cluster(ctx, new_cluster)
         elif new_cluster is not None:
             await create_cluster(ctx, new_cluster)
-        return Result(requeue_after=ctx.requeue.delay)
+        return ctx.requeue.result()
 
     async def serve(self, ctx: ServiceContext) -> str | None:
         """The serving phases on a valid RayService; returns a cluster to create after the write."""
