@@ -13,6 +13,7 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common.conditions import is_condition_true
+from controllers.common.invalid import invalid_reason
 from controllers.common.last_write import latest, remember_write
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.status import status_differs
@@ -109,11 +110,7 @@ async def report_invalid(ctx: ClusterContext, errors: list[Any]) -> None:
     Nothing is deleted and nothing requeued: the spec change that fixes it triggers a reconcile.
     """
     cluster = ctx.cluster
-    first = errors[0]
-    reason = {
-        "metadata": C.EVENT_INVALID_RAYCLUSTER_METADATA,
-        "status": C.EVENT_INVALID_RAYCLUSTER_STATUS,
-    }.get(first.category, C.EVENT_INVALID_RAYCLUSTER_SPEC)
+    reason = invalid_reason(C.CRD_RAYCLUSTER, errors)
     message = "; ".join(str(e) for e in errors)
     status = cluster.get("status") or {}
     generation = cluster["metadata"].get("generation")

@@ -17,6 +17,7 @@ from controllers.api.cron_schedule import parse_schedule
 from controllers.api.job_validation import validate_raycronjob
 from controllers.common.cache import CacheReader
 from controllers.common.events import Recorder, write_with_events
+from controllers.common.invalid import invalid_reason
 from controllers.raycronjob.builders import child_rayjob
 from controllers.raycronjob.memory import Memory
 from controllers.raycronjob.options import RayCronJobOptions
@@ -58,7 +59,8 @@ class RayCronJobReconciler:
         if errors:
             if self.memory.first_time(key, "invalid", generation):
                 message = "\n".join(str(e) for e in errors)
-                self.recorder.event(cron, C.WARNING, "InvalidRayCronJobSpec", f"{key}: {message}")
+                reason = invalid_reason("RayCronJob", errors, ("spec",))
+                self.recorder.event(cron, C.WARNING, reason, f"{key}: {message}")
             return Result()
         spec = cron.get("spec") or {}
         if spec.get("suspend"):

@@ -20,6 +20,7 @@ from controllers import constants as C
 from controllers.api.job_validation import validate_rayjob
 from controllers.common.cache import CacheReader
 from controllers.common.events import Recorder
+from controllers.common.invalid import invalid_reason
 from controllers.common.last_write import latest, remember_write
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.rayjob import cleanup, lifecycle, running
@@ -38,7 +39,6 @@ from kuberay_py.objects import Obj
 __all__ = ["RayJobReconciler"]
 
 log = get_logger("controllers.rayjob")
-_REASONS = {"metadata": "InvalidRayJobMetadata", "spec": "InvalidRayJobSpec", "status": "InvalidRayJobStatus"}
 MAX_CHAINED = 6
 
 
@@ -121,10 +121,9 @@ class RayJobReconciler:
 
         errors = validate_rayjob(job, deletion_gate=self.options.deletion_policy)
         if errors:
-            first = errors[0]
             message = "\n".join(e.message for e in errors)
             if ctx.state != "ValidationFailed" or ctx.status.get("message") != message:
-                self.recorder.event(job, C.WARNING, _REASONS[first.category], f"{key}: {message}")
+                self.recorder.event(job, C.WARNING, invalid_reason(C.CRD_RAYJOB, errors), f"{key}: {message}")
             ctx.status.update(
                 jobDeploymentStatus="ValidationFailed", reason="ValidationFailed", message=message
             )

@@ -46,7 +46,7 @@ __all__ = [
     "record_cluster_statuses",
 ]
 
-log = get_logger("controllers.rayservice.reconciler")
+log = get_logger("controllers.rayservice.clusters")
 
 
 def owned_clusters(ctx: ServiceContext) -> list[Obj]:

@@ -16,6 +16,7 @@ from controllers import constants as c
 from controllers.api.validation import parse_initializing_timeout, validate_rayservice
 from controllers.common.cache import CacheReader
 from controllers.common.finalizers import finalizer_update
+from controllers.common.invalid import invalid_reason
 from controllers.common.last_write import latest, remember_write
 from controllers.common.objects import annotations_of
 from controllers.constants import RAYSERVICES
@@ -104,11 +105,7 @@ def validate(ctx: ServiceContext) -> list[Any]:
 def report_invalid(ctx: ServiceContext, errors: list[Any]) -> None:
     """Warning event + ``Ready=False/ValidationFailed`` in the working status."""
     message = "; ".join(str(e) for e in errors)
-    reason = (
-        c.EVENT_INVALID_RAYSERVICE_METADATA
-        if any(getattr(e, "category", "spec") == "metadata" for e in errors)
-        else c.EVENT_INVALID_RAYSERVICE_SPEC
-    )
+    reason = invalid_reason(c.CRD_RAYSERVICE, errors, ("metadata", "spec"))
     ctx.warn(reason, f"{ctx.key}: {message}")
     ctx.set_condition(c.COND_RAYSERVICE_READY, "False", c.REASON_VALIDATION_FAILED, message)
     ctx.status["serviceStatus"] = ""

@@ -31,7 +31,7 @@ from kuberay_py.objects import Obj
 
 __all__ = ["ServeResult", "auth_token", "reconcile_serve", "serve_applications", "submit", "sync_head_label"]
 
-log = get_logger("controllers.rayservice.reconciler")
+log = get_logger("controllers.rayservice.serving")
 
 
 @dataclass

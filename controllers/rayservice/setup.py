@@ -51,7 +51,12 @@ from kuberay_py.controller import (
 if TYPE_CHECKING:
     from kuberay_py.manager.manager import Manager
 
-__all__ = ["RayServiceController", "setup"]
+__all__ = ["CONTROLLER_NAME", "EVENT_SOURCE", "RayServiceController", "setup"]
+
+# The controller's name (metrics' `controller` label, logs) and its Events' source component:
+# the two differ, as in KubeRay, and dashboards and alerts key on both.
+CONTROLLER_NAME = "rayservice"
+EVENT_SOURCE = "rayservice-controller"
 
 
 @dataclass
@@ -101,7 +106,7 @@ def setup(
     reconciler = RayServiceReconciler(
         manager.client,
         cache,
-        manager.event_recorder("rayservice-controller"),
+        manager.event_recorder(EVENT_SOURCE),
         dashboards,
         checker,
         clock=manager.clock,
@@ -139,7 +144,7 @@ def setup(
         PredicateFuncs(lambda obj: bool((obj.get("metadata") or {}).get("deletionTimestamp"))),
     )
     controller = (
-        manager.controller("rayservice")
+        manager.controller(CONTROLLER_NAME)
         .for_(RAYSERVICES, predicates=[primary])
         .owns(RAYCLUSTERS)
         .owns(SERVICES)

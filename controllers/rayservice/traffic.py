@@ -33,7 +33,7 @@ from kuberay_py.objects import Obj
 
 __all__ = ["apply_service", "count_endpoints", "promotion_target", "ready_serve_pods", "route_traffic"]
 
-log = get_logger("controllers.rayservice.reconciler")
+log = get_logger("controllers.rayservice.traffic")
 
 # Kept from the existing Service when it is re-pointed (the API server owns them).
 _SERVICE_FIELDS_KEPT = ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "healthCheckNodePort")
