@@ -23,9 +23,10 @@ from controllers.common.pods import is_running_and_ready
 from controllers.ray.dashboard import DashboardClient, DashboardClosed, DashboardError
 from controllers.ray.serve_status import ServeDetails
 from controllers.rayservice.context import ServiceContext
-from controllers.rayservice.incremental_steps import Progress, Side, capacity_step, capacity_update_needed
+from controllers.rayservice.incremental_steps import Progress, capacity_step, capacity_update_needed
 from controllers.rayservice.serve import application_statuses, needs_submit
 from controllers.rayservice.serving import auth_token
+from controllers.rayservice.shapes import ClusterRole
 from kuberay_py.client import NotFound
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
@@ -62,7 +63,9 @@ class UpgradeState:
     surge: int
 
 
-async def serve_cluster(ctx: ServiceContext, cluster: Obj, side: Side, state: UpgradeState) -> ServeOutcome:
+async def serve_cluster(
+    ctx: ServiceContext, cluster: Obj, side: ClusterRole, state: UpgradeState
+) -> ServeOutcome:
     """Read Serve's status on ``cluster``; submit its config and take a capacity step when due."""
     status = cast(dict[str, Any], ctx.status)
     name = cluster["metadata"]["name"]
@@ -98,7 +101,7 @@ async def serve_cluster(ctx: ServiceContext, cluster: Obj, side: Side, state: Up
 async def _capacity_step(
     ctx: ServiceContext,
     cluster: Obj,
-    side: Side,
+    side: ClusterRole,
     state: UpgradeState,
     dashboard: DashboardClient,
     details: ServeDetails,

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Literal
+from typing import Any
 
+from controllers.rayservice.shapes import ClusterRole
 from kuberay_py.clock import parse_rfc3339
 
 __all__ = [
     "Progress",
-    "Side",
     "capacity_step",
     "capacity_update_needed",
     "next_traffic_step_at",
@@ -33,8 +33,6 @@ __all__ = [
     "should_promote",
     "traffic_step",
 ]
-
-Side = Literal["active", "pending"]
 
 
 @dataclass
@@ -71,7 +69,7 @@ def capacity_update_needed(p: Progress, *, rollback: bool) -> bool:
     return not (p.active_tc == 0 and p.pending_tc == 100)
 
 
-def capacity_step(side: Side, p: Progress, *, surge: int, rollback: bool) -> int | None:
+def capacity_step(side: ClusterRole, p: Progress, *, surge: int, rollback: bool) -> int | None:
     """The new ``target_capacity`` of ``side``, or None when it does not move this pass.
 
     Missing capacities count as A 100 / B 0 and missing traffic as 0, as in KubeRay.
