@@ -18,6 +18,7 @@ from controllers.common.requeue import Requeue
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.rayjob.memory import JobMemo
 from controllers.rayjob.options import RayJobOptions
+from controllers.rayjob.shapes import JobDeploymentStatus, RayJobStatus
 from kuberay_py.client import Client
 from kuberay_py.clock import Clock, format_rfc3339, parse_rfc3339
 from kuberay_py.objects import Obj
@@ -35,7 +36,7 @@ class JobContext:
     dashboards: DashboardClientFactory
     memo: JobMemo
     job: Obj  # the RayJob (cached, or our newer write of it); status edits go to ``status``
-    status: dict[str, Any]
+    status: RayJobStatus
     requeue: Requeue = field(default_factory=Requeue)  # when this reconcile runs again
     transitions: list[tuple[str, str]] = field(default_factory=list)  # (from, to) deployment states
 
@@ -65,10 +66,10 @@ class JobContext:
         return None if selector is None else str(selector.get("ray.io/cluster", ""))
 
     @property
-    def state(self) -> str:
-        return str(self.status.get("jobDeploymentStatus") or "")
+    def state(self) -> JobDeploymentStatus:
+        return self.status.get("jobDeploymentStatus") or ""
 
-    def move(self, state: str, reason: str | None = None, message: str | None = None) -> None:
+    def move(self, state: JobDeploymentStatus, reason: str | None = None, message: str | None = None) -> None:
         self.transitions.append((self.state, state))
         self.status["jobDeploymentStatus"] = state
         if reason is not None:

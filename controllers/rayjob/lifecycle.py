@@ -9,12 +9,15 @@ never a second submission id.
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from controllers import constants as C
 from controllers.common.events import write_with_events
 from controllers.common.names import generate_name
 from controllers.rayjob import builders
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.dashboard_access import stop_ray_job
+from controllers.rayjob.shapes import FINISHED_JOB_STATUSES
 from kuberay_py.client import AlreadyExists, NotFound, Resource
 from kuberay_py.client.resources import JOBS
 from kuberay_py.objects import Obj
@@ -177,7 +180,7 @@ async def suspending_or_retrying(ctx: JobContext) -> None:
     """Stop the Ray job (KubeRay does not: #2314), delete the cluster and the submitter, wait until
     both are gone, reset this attempt's status → Suspended / New. ``suspend`` is ignored here."""
     st = ctx.status
-    if st.get("jobId") and st.get("jobStatus") not in ("STOPPED", "SUCCEEDED", "FAILED", ""):
+    if st.get("jobId") and st.get("jobStatus") not in (*FINISHED_JOB_STATUSES, ""):
         await stop_ray_job(ctx)
     gone = True
     if ctx.selector_cluster is None and st.get("rayClusterName"):
@@ -203,6 +206,7 @@ async def suspending_or_retrying(ctx: JobContext) -> None:
         )
     if not gone:
         return  # the children's deletion events wake us
+    attempt = cast(dict[str, Any], st)  # this attempt's fields, dropped by name
     for key in (
         "rayClusterStatus",
         "rayClusterName",
@@ -213,7 +217,7 @@ async def suspending_or_retrying(ctx: JobContext) -> None:
         "rayJobInfo",
         "jobStatusCheckFailureStartTime",
     ):
-        st.pop(key, None)
+        attempt.pop(key, None)
     st["jobStatus"] = ""
     ctx.move("Suspended" if ctx.state == "Suspending" else "")
 

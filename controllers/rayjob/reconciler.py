@@ -15,6 +15,7 @@ poll of a live Ray job, status-check back-off).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 from controllers import constants as C
 from controllers.api.job_validation import validate_rayjob
@@ -29,6 +30,7 @@ from controllers.rayjob.context import JobContext
 from controllers.rayjob.memory import Memory
 from controllers.rayjob.metrics import forget_job
 from controllers.rayjob.options import RayJobOptions
+from controllers.rayjob.shapes import JobDeploymentStatus, RayJobStatus
 from controllers.rayjob.status import apply_transition_rules, write_status
 from kuberay_py.client import Client
 from kuberay_py.clock import Clock, RealClock
@@ -46,11 +48,11 @@ async def _noop(ctx: JobContext) -> None:
     return None
 
 
-def _phase(state: str) -> Callable[[JobContext], Awaitable[None]]:
+def _phase(state: JobDeploymentStatus) -> Callable[[JobContext], Awaitable[None]]:
     async def sync(fn: Callable[[JobContext], None], ctx: JobContext) -> None:
         fn(ctx)
 
-    table: dict[str, Callable[[JobContext], Awaitable[None]]] = {
+    table: dict[JobDeploymentStatus, Callable[[JobContext], Awaitable[None]]] = {
         "": lambda ctx: sync(lifecycle.new, ctx),
         "Initializing": lifecycle.initializing,
         "Waiting": lambda ctx: sync(lifecycle.waiting, ctx),
@@ -86,7 +88,7 @@ class RayJobReconciler:
     def _latest(self, key: str, cached: Obj) -> tuple[Obj, JobContext]:
         memo = self.memory.memo(key, cached["metadata"]["uid"])
         job = latest(memo, cached)
-        status = dict(job.get("status") or {})
+        status = cast(RayJobStatus, dict(job.get("status") or {}))
         ctx = JobContext(
             self.client,
             self.cache,
@@ -124,15 +126,15 @@ class RayJobReconciler:
             message = "\n".join(e.message for e in errors)
             if ctx.state != "ValidationFailed" or ctx.status.get("message") != message:
                 self.recorder.event(job, C.WARNING, invalid_reason(C.CRD_RAYJOB, errors), f"{key}: {message}")
-            ctx.status.update(
-                jobDeploymentStatus="ValidationFailed", reason="ValidationFailed", message=message
-            )
+            ctx.status["jobDeploymentStatus"] = "ValidationFailed"
+            ctx.status["reason"] = "ValidationFailed"
+            ctx.status["message"] = message
             await self._write(ctx)
             return Result()  # a spec change wakes us
         if ctx.state == "ValidationFailed":
             # KubeRay never leaves ValidationFailed; a fixed spec starts the job afresh here.
-            for field in ("reason", "message"):
-                ctx.status.pop(field, None)
+            ctx.status.pop("reason", None)
+            ctx.status.pop("message", None)
             ctx.status["jobDeploymentStatus"] = ""
 
         if ctx.state == "" and RAYJOB_FINALIZER not in (job["metadata"].get("finalizers") or []):
@@ -140,7 +142,9 @@ class RayJobReconciler:
             written = await cleanup.add_finalizer(ctx)
             self._remember(ctx, job, written)
 
-        old_state = str((ctx.job.get("status") or {}).get("jobDeploymentStatus") or "")
+        old_state: JobDeploymentStatus = (
+            cast(RayJobStatus, ctx.job.get("status") or {}).get("jobDeploymentStatus") or ""
+        )
         if old_state == "ValidationFailed":
             old_state = ""
         for _ in range(MAX_CHAINED):

@@ -9,7 +9,7 @@ nothing changes. A finished submitter wakes us at once, so the terminal status i
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from controllers import constants as C
 from controllers.common.cluster import head_service_name
@@ -20,6 +20,7 @@ from controllers.rayjob import builders
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.dashboard_access import NoDashboard, ray_jobs, stop_ray_job
 from controllers.rayjob.lifecycle import active_deadline_passed, get_or_create_cluster
+from controllers.rayjob.shapes import JobStatus
 from kuberay_py.client import AlreadyExists, Conflict
 from kuberay_py.client.resources import JOBS, PODS, SERVICES
 from kuberay_py.clock import format_rfc3339, parse_rfc3339
@@ -142,7 +143,7 @@ def _status_check_failed(ctx: JobContext, error: str) -> None:
 def _copy_info(ctx: JobContext, info: JobInfo, cluster: Obj) -> None:
     st = ctx.status
     st["rayClusterStatus"] = cluster.get("status") or {}
-    st["jobStatus"] = info.status
+    st["jobStatus"] = cast(JobStatus, info.status)  # Ray's job API answers one of these
     st["message"] = info.message
     st["reason"] = ""
     times = {k: v for k, v in (("startTime", _ms(info.start_time)), ("endTime", _ms(info.end_time))) if v}

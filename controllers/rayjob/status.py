@@ -9,23 +9,25 @@ write that moves only ``lastUpdateTime`` costs no RayJob write.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from controllers import constants as C
 from controllers.common.cluster import SIGNIFICANT_FIELDS
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.metrics import observe_transition
+from controllers.rayjob.shapes import TERMINAL_DEPLOYMENT_STATUSES, JobDeploymentStatus
 from kuberay_py.client import Conflict, NotFound
 from kuberay_py.objects import Obj
 
 __all__ = ["SIGNIFICANT_CLUSTER_FIELDS", "apply_transition_rules", "status_differs", "write_status"]
 
 SIGNIFICANT_CLUSTER_FIELDS = SIGNIFICANT_FIELDS  # the RayCluster status a RayJob mirrors
-TERMINAL = ("Complete", "Failed")
+TERMINAL = TERMINAL_DEPLOYMENT_STATUSES
 _NOT_RETRIED = ("DeadlineExceeded", "JobStatusCheckTimeoutExceeded")
 
 
-def _comparable(status: dict[str, Any] | None) -> dict[str, Any]:
+def _comparable(status: Mapping[str, Any] | None) -> dict[str, Any]:
     out = dict(status or {})
     cluster = out.pop("rayClusterStatus", None) or {}
     out["rayClusterStatus"] = {k: cluster.get(k) for k in SIGNIFICANT_CLUSTER_FIELDS if k in cluster}
@@ -34,11 +36,11 @@ def _comparable(status: dict[str, Any] | None) -> dict[str, Any]:
     return {k: v for k, v in out.items() if v not in (None, "", {}, [])}
 
 
-def status_differs(old: dict[str, Any] | None, new: dict[str, Any]) -> bool:
+def status_differs(old: Mapping[str, Any] | None, new: Mapping[str, Any]) -> bool:
     return _comparable(old) != _comparable(new)
 
 
-def apply_transition_rules(ctx: JobContext, old_state: str) -> None:
+def apply_transition_rules(ctx: JobContext, old_state: JobDeploymentStatus) -> None:
     """Counters, ``endTime``, the retry rule and the duration metric for this pass's transition."""
     st = ctx.status
     st.setdefault("succeeded", 0)
