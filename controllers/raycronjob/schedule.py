@@ -1,0 +1,94 @@
+"""The RayCronJob phases (RAYJOB.md §7.2), plain functions over a :class:`CronContext`.
+
+``validate`` and ``suspended`` stop the reconcile (returning True) after announcing it once per
+generation; ``tick`` creates the due ticks' child RayJobs and records each tick, then asks for a
+wake-up at the next one. Time is the context's injected clock.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+
+from controllers import constants as C
+from controllers.api.cron_schedule import parse_schedule
+from controllers.api.job_validation import validate_raycronjob
+from controllers.common.events import write_with_events
+from controllers.common.invalid import invalid_reason
+from controllers.raycronjob.builders import child_rayjob
+from controllers.raycronjob.context import CronContext
+from controllers.raycronjob.ticks import due_ticks
+from kuberay_py.client import AlreadyExists, Conflict
+from kuberay_py.clock import format_rfc3339, parse_rfc3339
+
+__all__ = ["suspended", "tick", "validate"]
+
+
+def validate(ctx: CronContext) -> bool:
+    """True (stop here) for an invalid spec: a Warning once per generation, no requeue."""
+    errors = validate_raycronjob(ctx.cron)
+    if not errors:
+        return False
+    if ctx.memory.first_time(ctx.key, "invalid", ctx.generation):
+        message = "\n".join(str(e) for e in errors)
+        reason = invalid_reason("RayCronJob", errors, ("spec",))
+        ctx.recorder.event(ctx.cron, C.WARNING, reason, f"{ctx.key}: {message}")
+    return True  # a spec change wakes us
+
+
+def suspended(ctx: CronContext) -> bool:
+    """True (stop here) while ``spec.suspend``: a Normal event once per generation."""
+    if not ctx.spec.get("suspend"):
+        ctx.memory.clear(ctx.key)
+        return False
+    if ctx.memory.first_time(ctx.key, "suspended", ctx.generation):
+        ctx.recorder.event(
+            ctx.cron,
+            C.NORMAL,
+            "SuspendedRayCronJob",
+            "RayCronJob suspended, no new RayJobs will be created",
+        )
+    return True
+
+
+async def tick(ctx: CronContext) -> None:
+    """For each due tick (:func:`~.ticks.due_ticks`), earliest first, create ``<cron>-<unixMinutes>``
+    (AlreadyExists counts as done) and write ``status.lastScheduleTime``, as KubeRay does one
+    reconcile at a time; then wake up at the next tick."""
+    spec = ctx.spec
+    schedule = parse_schedule(str(spec["schedule"]), spec.get("timeZone"))
+    last = parse_rfc3339((ctx.cron.get("status") or {}).get("lastScheduleTime")) or parse_rfc3339(
+        ctx.cron["metadata"].get("creationTimestamp")
+    )
+    now = ctx.clock.utcnow()
+    if last is None:
+        last = now
+    ticks, following = due_ticks(schedule, last, now, ctx.options.missed_ticks)
+    for due in ticks:
+        await _create_child(ctx, due)
+        body = copy.deepcopy(ctx.cron)
+        body["status"] = dict(ctx.cron.get("status") or {}) | {"lastScheduleTime": format_rfc3339(due)}
+        try:
+            written = await ctx.client.update_status(C.RAYCRONJOBS, body)
+        except Conflict:
+            ctx.requeue.immediately()
+            return
+        ctx.memory.wrote(ctx.key, ctx.cron, written)
+        ctx.cron = written
+    ctx.requeue.at((following - ctx.clock.utcnow()).total_seconds())
+
+
+async def _create_child(ctx: CronContext, due: datetime) -> None:
+    child = child_rayjob(ctx.cron, due)
+    ref = f"{ctx.namespace}/{child['metadata']['name']}"
+    try:
+        await write_with_events(
+            ctx.recorder,
+            ctx.cron,
+            ctx.client.create(C.RAYJOBS, child, ctx.namespace),
+            failed=("FailedToCreateRayJob", f"Failed to create RayJob {ref}: {{error}}"),
+            done=("CreatedRayJob", f"Created RayJob {ref}"),
+            expected=(AlreadyExists,),
+        )
+    except AlreadyExists:
+        pass  # this tick's child exists: a previous pass created it
