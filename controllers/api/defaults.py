@@ -5,7 +5,7 @@ every read and write). One loaded from a file or built in a test does not, and t
 must behave the same for both, so ``with_defaults`` applies the very values the CRD generator
 writes into the schema (both read the ``Schema({"default": ...})`` markers on the models, so
 they cannot disagree), and then KubeRay's controller-side rule: a missing ``rayStartParams``
-becomes ``{}`` (BEHAVIOUR.md §2 row 3).
+becomes ``{}`` (docs/reference/behaviour.md §2 row 3).
 
 The input is never mutated; a new model is returned.
 """

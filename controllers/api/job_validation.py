@@ -1,4 +1,6 @@
-"""Semantic validation of RayJob and RayCronJob: KubeRay's rules (RAYJOB.md §1.5, §7.2) plus ours.
+"""Semantic validation of RayJob and RayCronJob: KubeRay's rules plus ours.
+
+KubeRay's are summarised in docs/reference/rayjob.md §1.5 and §7.2.
 
 Same contract as ``controllers.api.validation``: pure functions returning every ``FieldError``
 (KubeRay stops at the first), with KubeRay's message wording behind a field path, and a category

@@ -6,7 +6,7 @@ them), and embedded Kubernetes types stay plain dicts so unknown fields survive.
 
 ``rayClusterSpec`` is the full RayCluster spec model and ``rayClusterStatus`` the full RayCluster
 status model, so the controller copies both without converting. ``submissionMode`` has no enum in
-KubeRay's CRD (RAYJOB.md §1.1); we keep the schema identical, and the semantic validation in
+KubeRay's CRD (docs/reference/rayjob.md §1.1); we keep the schema identical, and the semantic validation in
 ``controllers.api.job_validation`` rejects an unknown mode instead of silently never submitting.
 """
 
@@ -49,7 +49,7 @@ CRON_KIND = "RayCronJob"
 MANAGED_BY_VALUES = ("ray.io/kuberay-operator", "kueue.x-k8s.io/multikueue")
 SUBMISSION_MODES = ("K8sJobMode", "HTTPMode", "InteractiveMode", "SidecarMode")
 DELETION_POLICIES = ("DeleteCluster", "DeleteWorkers", "DeleteSelf", "DeleteNone")
-# Ray's JobStatus.is_terminal() and KubeRay's IsJobDeploymentTerminal (RAYJOB.md §1.3).
+# Ray's JobStatus.is_terminal() and KubeRay's IsJobDeploymentTerminal (docs/reference/rayjob.md §1.3).
 JOB_STATUS_TERMINAL = frozenset({"STOPPED", "SUCCEEDED", "FAILED"})
 JOB_DEPLOYMENT_TERMINAL = frozenset({"Complete", "Failed"})
 
@@ -189,7 +189,7 @@ class RayJobInfo(ApiModel):
 
 
 class RayJobStatus(ApiModel):
-    """The observed state of a RayJob (RAYJOB.md §1.3)."""
+    """The observed state of a RayJob (docs/reference/rayjob.md §1.3)."""
 
     dashboard_url: str | None = Field(default=None, alias="dashboardURL")
     end_time: DateTime | None = None

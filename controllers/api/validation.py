@@ -7,7 +7,7 @@ category KubeRay uses to pick its event reason (``metadata`` → ``InvalidRayClu
 
 Unlike KubeRay, which stops at the first problem, every problem is reported: a user fixing a
 manifest should not have to apply it once per mistake. The checks follow KubeRay's
-``utils/validation.go`` (BEHAVIOUR.md §2 row 4 and §3.1 step 4); checks for features this
+``utils/validation.go`` (docs/reference/behaviour.md §2 row 4 and §3.1 step 4); checks for features this
 operator does not implement (feature-gated in KubeRay and off by default there) reject the field
 with a message saying so, rather than accepting a setting that would silently do nothing.
 

@@ -72,7 +72,7 @@ def _non_negative_float(value: str) -> float:
     return number
 
 
-# KubeRay v1.7's gates this operator implements, with their defaults (RAYJOB.md §9).
+# KubeRay v1.7's gates this operator implements, with their defaults (docs/reference/rayjob.md §9).
 FEATURE_GATES: dict[str, bool] = {
     "RayCronJob": False,
     "RayJobDeletionPolicy": True,

@@ -1,4 +1,4 @@
-"""The child RayJob of one RayCronJob tick (RAYJOB.md §7.2 step 5), a pure function."""
+"""The child RayJob of one RayCronJob tick (docs/reference/rayjob.md §7.2 step 5), a pure function."""
 
 from __future__ import annotations
 

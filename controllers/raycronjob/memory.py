@@ -1,9 +1,10 @@
 """What the RayCronJob controller remembers, per RayCronJob: warnings given, and its own writes.
 
-KubeRay repeats the invalid-spec and suspended events on every reconcile (§10.11); we emit each
-once per ``metadata.generation``. The status written last stands in for the cached object while
-the cache still shows one we wrote over, so a replay of missed ticks never starts again from a
-stale ``lastScheduleTime``. :meth:`Memory.forget` drops both when the object leaves the cache.
+KubeRay repeats the invalid-spec and suspended events on every reconcile
+(docs/reference/rayjob.md §10.11); we emit each once per ``metadata.generation``. The status
+written last stands in for the cached object while the cache still shows one we wrote over, so a
+replay of missed ticks never starts again from a stale ``lastScheduleTime``. :meth:`Memory.forget`
+drops both when the object leaves the cache.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The RayCronJob phases (RAYJOB.md §7.2), plain functions over a :class:`CronContext`.
+"""The RayCronJob phases (docs/reference/rayjob.md §7.2), plain functions over a :class:`CronContext`.
 
 ``validate`` and ``suspended`` stop the reconcile (returning True) after announcing it once per
 generation; ``tick`` creates the due ticks' child RayJobs and records each tick, then asks for a

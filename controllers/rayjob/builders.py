@@ -1,6 +1,6 @@
 """Pure builders for what a RayJob creates: its RayCluster, submitter Job, head Service, names.
 
-Spec in, manifest out, byte for byte KubeRay v1.7's (RAYJOB.md §2, §4.1): the same names,
+Spec in, manifest out, byte for byte KubeRay v1.7's (docs/reference/rayjob.md §2, §4.1): the same names,
 labels, owner references, the submitter container and its one-line bash script (flag order, Go
 ``%f`` numbers, JSON quoted as Go's ``strconv.Quote`` would), so a KubeRay user sees the objects
 they know, and an operator swap in either direction finds what it expects.
@@ -115,7 +115,8 @@ def _compact_json(value: Any) -> str:
 
 
 def submitter_words(job: Obj, address: str, job_id: str, *, sidecar_port: int | None = None) -> list[str]:
-    """The words of KubeRay's submitter script (RAYJOB.md §4.1), joined with spaces by the caller."""
+    """The words of KubeRay's submitter script (docs/reference/rayjob.md §4.1), joined with spaces by
+    the caller."""
     spec = _spec(job)
     http = address if address.startswith("http") else f"http://{address}"
     health_base = f"http://localhost:{sidecar_port}" if sidecar_port is not None else http
@@ -211,7 +212,7 @@ def _auth_env(cluster: Obj) -> list[dict[str, Any]]:
 
 
 def submitter_job(job: Obj, cluster: Obj, address: str, job_id: str) -> Obj:
-    """The K8sJobMode submitter batch/v1 Job ``<rayjob>`` (RAYJOB.md §4.1)."""
+    """The K8sJobMode submitter batch/v1 Job ``<rayjob>`` (docs/reference/rayjob.md §4.1)."""
     spec = _spec(job)
     meta = job["metadata"]
     labels = origin_labels(job) | {C.KUBERNETES_CREATED_BY_LABEL_KEY: C.COMPONENT_NAME}

@@ -1,4 +1,4 @@
-"""After the job: Complete/Failed clean-up (RAYJOB.md §3.10) and the finalizer (§3.11).
+"""After the job: Complete/Failed clean-up (docs/reference/rayjob.md §3.10) and the finalizer (§3.11).
 
 TTLs count from ``status.endTime``; the reconcile wakes when the earliest one is due (KubeRay adds
 2 s of slack; a wake on the clock needs none). One action per pass, the most impactful overdue

@@ -1,5 +1,5 @@
 """RayJob phases before and around the run: New, Initializing, Waiting, Suspending / Retrying,
-Suspended (RAYJOB.md §3.3), and the children they create.
+Suspended (docs/reference/rayjob.md §3.3), and the children they create.
 
 Crash safety: every name a phase will create under (``rayClusterName``, ``jobId``) is written to
 the status *before* the create, in the New pass. A restarted operator therefore finds the same

@@ -1,4 +1,4 @@
-"""The RayJob reconciler: KubeRay's state machine, event driven (RAYJOB.md §3).
+"""The RayJob reconciler: KubeRay's state machine, event driven (docs/reference/rayjob.md §3).
 
 Each pass: load the RayJob (gone → :meth:`Memory.forget` and its metrics); skip it if
 ``spec.managedBy`` names another controller; run the finalizer on deletion; validate (an invalid

@@ -1,4 +1,4 @@
-"""The Running phase (RAYJOB.md §3.4): deadlines, the submitter, the dashboard poll.
+"""The Running phase (docs/reference/rayjob.md §3.4): deadlines, the submitter, the dashboard poll.
 
 Event driven where KubeRay polls every 3 s: the submitter Job's and the RayCluster's changes
 wake the RayJob through the watches, and the dashboard is polled only while a Ray job is live,

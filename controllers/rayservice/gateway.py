@@ -1,6 +1,6 @@
 """The Gateway API objects of an incremental upgrade (pure builders and readers).
 
-KubeRay's shapes (INCREMENTAL_UPGRADE.md §2): one Gateway ``<svc>-gateway`` with a single HTTP
+KubeRay's shapes (docs/reference/incremental-upgrade.md §2): one Gateway ``<svc>-gateway`` with a single HTTP
 listener on port 80; one HTTPRoute ``<svc>-httproute`` with one ``PathPrefix /`` rule whose
 backends are the per-cluster serve Services ``<cluster>-serve-svc`` with the traffic weights; and
 those per-cluster Services, owned by their RayCluster so they go with it.

@@ -1,6 +1,6 @@
 """The ``NewClusterWithIncrementalUpgrade`` phase: one reconcile of a RayService in incremental mode.
 
-KubeRay's order (INCREMENTAL_UPGRADE.md §4), after the clusters were created or updated and the
+KubeRay's order (docs/reference/incremental-upgrade.md §4), after the clusters were created or updated and the
 head labels synced: the rollback state; Serve on the pending then the active cluster (config and
 capacity steps); the per-cluster serve Services, the Gateway and the HTTPRoute with this pass's
 traffic step; the head Service; then status (weights, promotion, rollback completion, a new pending

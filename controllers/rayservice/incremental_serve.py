@@ -1,6 +1,6 @@
 """Serve on each cluster during an incremental upgrade: config submission and capacity steps.
 
-KubeRay's rules (INCREMENTAL_UPGRADE.md §5.2, §5.4): every submission carries the cluster's
+KubeRay's rules (docs/reference/incremental-upgrade.md §5.2, §5.4): every submission carries the cluster's
 ``target_capacity`` from status; the old cluster never receives the new ``serveConfigV2`` while
 the upgrade goes forward, nor the new cluster while it rolls back; a capacity step re-sends the
 cluster's own config with a new ``target_capacity``.

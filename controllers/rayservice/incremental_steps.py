@@ -1,4 +1,6 @@
-"""The step rules of ``NewClusterWithIncrementalUpgrade`` (pure; INCREMENTAL_UPGRADE.md §5 and §7).
+"""The step rules of ``NewClusterWithIncrementalUpgrade``, pure.
+
+KubeRay's rules: docs/reference/incremental-upgrade.md §5 and §7.
 
 Two quantities move, one step at a time: each cluster's Serve ``target_capacity`` (how many of
 its configured replicas run) and each cluster's HTTPRoute weight (how much traffic it gets).

@@ -1,6 +1,6 @@
 """The RayService reconciler: load, build one context, run the phases in order, write status once.
 
-Phases (KubeRay's flow, §3.1 of BEHAVIOUR.md), each a function over the
+Phases (KubeRay's flow, §3.1 of docs/reference/behaviour.md), each a function over the
 :class:`~controllers.rayservice.context.ServiceContext`:
 
 1. :mod:`.lifecycle` -- load (a live read if the cache predates our write), ``managedBy``,

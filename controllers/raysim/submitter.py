@@ -1,6 +1,6 @@
 """The RayJob submitter Pod's script, run against a fake head's dashboard over real HTTP.
 
-KubeRay's submitter container runs one bash line (RAYJOB.md §4.1): wait for
+KubeRay's submitter container runs one bash line (docs/reference/rayjob.md §4.1): wait for
 ``/api/gcs_healthz``, ``ray job status`` (skip the submit if the id is known), ``ray job submit
 --no-wait ... -- <entrypoint>``, then ``ray job logs --follow``. This module reads that line (or a
 user's own command using ``$RAY_DASHBOARD_ADDRESS`` / ``$RAY_JOB_SUBMISSION_ID``) and does the same

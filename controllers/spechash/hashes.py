@@ -1,4 +1,4 @@
-"""KubeRay v1.7's three spec hashes, byte for byte (SPEC_HASH.md).
+"""KubeRay v1.7's three spec hashes, byte for byte (docs/reference/spec-hash.md).
 
 The hashes are how an operator recognises "its" cluster: the RayService controller compares
 ``ray.io/hash-without-replicas-and-workers-to-delete`` on the RayCluster with the hash of the goal

@@ -4,8 +4,8 @@ The API server stores a quantity inside a custom resource as the user typed it (
 KubeRay decodes it into a ``resource.Quantity`` before hashing, and the re-encoded text (``1``) is
 what its hash sees. Reproducing that text byte for byte is what keeps our hash annotations equal
 to KubeRay's, so both the "keep the input verbatim" fast path and the canonical form are followed
-to the letter (SPEC_HASH.md §4.5), including their oddities (``01`` stays ``01``, ``1000E`` loses
-its suffix).
+to the letter (docs/reference/spec-hash.md §4.5), including their oddities (``01`` stays ``01``,
+``1000E`` loses its suffix).
 """
 
 from __future__ import annotations

@@ -56,7 +56,8 @@ async def test_every_offline_sample_reaches_a_terminal_state(
     ns = await env.create_namespace()
     want: dict[str, str] = {}
     try:
-        # The sample that selects an existing cluster names one no sample defines (RAYJOB.md §11).
+        # The sample that selects an existing cluster names one no sample defines
+        # (docs/reference/rayjob.md §11).
         cluster = yaml.safe_load((SAMPLES / "ray-cluster.sample.yaml").read_text())
         cluster["metadata"] = {"name": "ray-cluster-kuberay"}
         await client.create(RAYCLUSTERS, cluster, ns)

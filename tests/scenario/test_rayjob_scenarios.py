@@ -1,4 +1,4 @@
-"""KubeRay's RayJob envtest/e2e scenarios (RAYJOB.md §8) on the simulator with fake Ray heads.
+"""KubeRay's RayJob envtest/e2e scenarios (docs/reference/rayjob.md §8) on the simulator with fake Ray heads.
 
 Every assertion reads the API server (RayJob status, children, events) or the fake head's job
 table (how many times a Ray job was submitted); waits are bounded polls of the API.

@@ -1,4 +1,4 @@
-"""RAYJOB.md §8 item 13: failing dashboard polls start a persisted timer, and past
+"""docs/reference/rayjob.md §8 item 13: failing dashboard polls start a persisted timer, and past
 ``RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS`` the RayJob fails with JobStatusCheckTimeoutExceeded
 (not retried). Its own operator, so the timeout can be short (2 s)."""
 

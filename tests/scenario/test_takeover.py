@@ -437,7 +437,8 @@ async def test_what_kuberay_py_creates_is_what_kuberay_would_adopt(rig: Rig) -> 
     # annotation equals the hash of the RayService's rayClusterConfig, its worker-group count is the
     # spec's, and its version annotation is KubeRay's own (rayservice_controller.go:
     # shouldPrepareNewCluster, shouldUpdateCluster, isClusterSpecHashEqual). For this sample that
-    # hash is the SPEC_HASH vector KUBERAY_HASH; the golden run shows KubeRay writing exactly it.
+    # hash is the spec-hash vector KUBERAY_HASH (docs/reference/spec-hash.md §7); the golden run
+    # shows KubeRay writing exactly it.
     by_kind = _golden_objects()
     theirs = by_kind["RayCluster"][0]["metadata"]
     assert theirs["annotations"][c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY] == KUBERAY_HASH

@@ -1,4 +1,4 @@
-"""KubeRay's RayCluster envtest scenarios (BEHAVIOUR.md §5.1), replayed against our envtest.
+"""KubeRay's RayCluster envtest scenarios (docs/reference/behaviour.md §5.1), replayed against our envtest.
 
 Pod phases and readiness are set by hand, as KubeRay's suite does; every assertion reads the API
 server.

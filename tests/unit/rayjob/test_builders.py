@@ -1,4 +1,4 @@
-"""The RayJob builders against KubeRay v1.7's exact shapes (RAYJOB.md §2, §4.1)."""
+"""The RayJob builders against KubeRay v1.7's exact shapes (docs/reference/rayjob.md §2, §4.1)."""
 
 from __future__ import annotations
 

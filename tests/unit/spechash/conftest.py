@@ -1,9 +1,10 @@
 """Spec-hash inputs: KubeRay's samples as written and as the API server stores them.
 
 "Stored" means sent through our generated CRD's structural schema (prune and default), which is
-what both operators read back from a real kube-apiserver. The SPEC_HASH.md vectors were computed
-with KubeRay's own CRDs; getting the same values from ours also proves the two CRDs default the
-hashed fields alike (a takeover with either CRD installed keeps the hashes).
+what both operators read back from a real kube-apiserver. The vectors of
+docs/reference/spec-hash.md §7 were computed with KubeRay's own CRDs; getting the same values from
+ours also proves the two CRDs default the hashed fields alike (a takeover with either CRD
+installed keeps the hashes).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Go ``encoding/json`` rules the encoder must follow (SPEC_HASH.md §4), one rule per test."""
+"""Go ``encoding/json`` rules the encoder must follow (docs/reference/spec-hash.md §4), one rule per test."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``resource.Quantity`` re-encoding, including the verbatim fast path (SPEC_HASH.md §4.5)."""
+"""``resource.Quantity`` re-encoding, including the verbatim fast path (docs/reference/spec-hash.md §4.5)."""
 
 from __future__ import annotations
 

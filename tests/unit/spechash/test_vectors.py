@@ -1,4 +1,4 @@
-"""Every test vector of SPEC_HASH.md §7, computed by KubeRay's own hash function."""
+"""Every test vector of docs/reference/spec-hash.md §7, computed by KubeRay's own hash function."""
 
 from __future__ import annotations
 
