@@ -16,6 +16,10 @@ API requests/s and operator CPU seconds. The arms:
   of the cluster it serves from the dashboard (``reconcileServe`` -> ``getAndCheckServeStatus``).
   Workers are not probed by the operator (their readiness probe is the kubelet's).
 
+Both KubeRay arms run our reconcile first (so the objects stay as our controller keeps them; it
+GETs the Serve applications once per reconcile, as both KubeRay versions do) and then add their
+own probing and requeue.
+
 Then, with W=2, every RayService is touched (an annotation) at a fixed rate while 10 % of the
 heads hang (their proxy accepts and never answers), and the p99 reconcile latency of the *other*
 RayServices is compared with the same run without hanging heads (our controller only).
@@ -206,28 +210,19 @@ class Pre1808Reconciler(RayServiceReconciler):
 
 
 class V170Reconciler(Pre1808Reconciler):
-    """KubeRay v1.7.0: each reconcile probes the *head* proxy of the active and the pending cluster,
-    GETs the Serve applications of the cluster it reconciles Serve for (the pending one if any,
-    else the active one), and requeues after 2 s whatever happened."""
+    """KubeRay v1.7.0: each reconcile probes the *head* proxy of the active and the pending cluster
+    and requeues after 2 s whatever happened. The Serve applications GET of KubeRay's
+    ``reconcileServe`` is the one our own reconcile (run first) already sends each time."""
 
     async def reconcile(self, request: Request) -> Result:
         await RayServiceReconciler.reconcile(self, request)
         svc = self.cache.get(RAYSERVICES, request.name, request.namespace)
         if svc is None:
             return Result()
-        clusters = self._clusters(svc)
-        head_ips: dict[str, str] = {}
-        for name in clusters:
+        for name in self._clusters(svc):
             labels = {c.RAY_CLUSTER_LABEL_KEY: name, c.RAY_NODE_TYPE_LABEL_KEY: "head"}
             for pod in self.cache.list(PODS, request.namespace, labels=labels):
                 await self._label(pod, request.namespace)
-                head_ips[name] = (pod.get("status") or {}).get("podIP") or ""
-        serving = clusters[-1] if clusters else None  # pending if there is one, else active
-        if serving and head_ips.get(serving):
-            url = f"http://{head_ips[serving]}:{DASH_PORT}/api/serve/applications/?api_type=declarative"
-            with contextlib.suppress(Exception):
-                async with self._session().get(url) as resp:
-                    await resp.read()
         return Result(requeue_after=OLD_REQUEUE)
 
 
