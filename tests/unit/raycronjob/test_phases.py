@@ -13,6 +13,7 @@ from controllers import constants as C
 from controllers.raycronjob import schedule
 from controllers.raycronjob.context import CronContext
 from controllers.raycronjob.memory import Memory
+from controllers.raycronjob.options import RayCronJobOptions
 from kuberay_py.client import Client
 from kuberay_py.clock import FakeClock, format_rfc3339
 from kuberay_py.controller import Result
@@ -41,8 +42,9 @@ class Kit:
         self.cron = cron
 
     def ctx(self) -> CronContext:
+        client = cast(Client, self.client)
         return CronContext(
-            cast(Client, self.client), self.cache, self.events, self.clock, self.memory, self.cron
+            client, self.cache, self.events, self.clock, RayCronJobOptions(), self.memory, self.cron
         )
 
 
@@ -63,7 +65,10 @@ def test_suspended_is_announced_once_and_creates_nothing() -> None:
 
 
 async def test_a_due_tick_creates_its_child_records_the_tick_and_wakes_at_the_next() -> None:
-    kit = Kit()  # "* * * * *", created 90 s ago: one tick is due
+    kit = Kit()  # "* * * * *": the last tick ran a minute before this minute's, which is due
+    now = kit.clock.utcnow()
+    this_minute = now.replace(second=0, microsecond=0)
+    kit.cron["status"] = {"lastScheduleTime": format_rfc3339(this_minute - timedelta(minutes=1))}
     ctx = kit.ctx()
     await schedule.tick(ctx)
     (create, status) = kit.client.requests
