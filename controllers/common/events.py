@@ -18,11 +18,11 @@ from collections.abc import Awaitable
 from typing import Protocol, TypeVar
 
 from controllers import constants as C
-from kuberay_py.client import ApiError
+from kuberay_py.client import AlreadyExists, ApiError
 from kuberay_py.manager.events import EventType
 from kuberay_py.objects import Obj
 
-__all__ = ["EventType", "Recorder", "write_with_events"]
+__all__ = ["EventType", "Recorder", "create_once", "write_with_events"]
 
 T = TypeVar("T")
 
@@ -60,3 +60,20 @@ async def write_with_events(
     if done is not None:
         recorder.event(about, C.NORMAL, *done)
     return result
+
+
+async def create_once(
+    recorder: Recorder, about: Obj, create: Awaitable[T], *, failed: tuple[str, str], done: tuple[str, str]
+) -> T | None:
+    """A create under a deterministic name, with its events; None if it already exists.
+
+    Children are named before they are created (in the status, or from the tick), so a repeated
+    attempt after a lost answer or a restart meets AlreadyExists: that is the child we wanted, not
+    an error, and it gets no Warning.
+    """
+    try:
+        return await write_with_events(
+            recorder, about, create, failed=failed, done=done, expected=(AlreadyExists,)
+        )
+    except AlreadyExists:
+        return None

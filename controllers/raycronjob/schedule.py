@@ -13,12 +13,12 @@ from datetime import datetime
 from controllers import constants as C
 from controllers.api.cron_schedule import parse_schedule
 from controllers.api.job_validation import validate_raycronjob
-from controllers.common.events import write_with_events
+from controllers.common.events import create_once
 from controllers.common.invalid import invalid_reason
 from controllers.raycronjob.builders import child_rayjob
 from controllers.raycronjob.context import CronContext
 from controllers.raycronjob.ticks import due_ticks
-from kuberay_py.client import AlreadyExists, Conflict
+from kuberay_py.client import Conflict
 from kuberay_py.clock import format_rfc3339, parse_rfc3339
 
 __all__ = ["suspended", "tick", "validate"]
@@ -81,14 +81,10 @@ async def tick(ctx: CronContext) -> None:
 async def _create_child(ctx: CronContext, due: datetime) -> None:
     child = child_rayjob(ctx.cron, due)
     ref = f"{ctx.namespace}/{child['metadata']['name']}"
-    try:
-        await write_with_events(
-            ctx.recorder,
-            ctx.cron,
-            ctx.client.create(C.RAYJOBS, child, ctx.namespace),
-            failed=("FailedToCreateRayJob", f"Failed to create RayJob {ref}: {{error}}"),
-            done=("CreatedRayJob", f"Created RayJob {ref}"),
-            expected=(AlreadyExists,),
-        )
-    except AlreadyExists:
-        pass  # this tick's child exists: a previous pass created it
+    await create_once(  # None: this tick's child exists, a previous pass created it
+        ctx.recorder,
+        ctx.cron,
+        ctx.client.create(C.RAYJOBS, child, ctx.namespace),
+        failed=("FailedToCreateRayJob", f"Failed to create RayJob {ref}: {{error}}"),
+        done=("CreatedRayJob", f"Created RayJob {ref}"),
+    )

@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import Any, cast
 
 from controllers import constants as C
-from controllers.common.events import write_with_events
+from controllers.common.events import create_once, write_with_events
 from controllers.common.names import generate_name
 from controllers.rayjob import builders
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.dashboard_access import stop_ray_job
 from controllers.rayjob.shapes import FINISHED_JOB_STATUSES
-from kuberay_py.client import AlreadyExists, NotFound, Resource
+from kuberay_py.client import NotFound, Resource
 from kuberay_py.client.resources import JOBS
 from kuberay_py.objects import Obj
 
@@ -86,17 +86,14 @@ async def get_or_create_cluster(ctx: JobContext) -> Obj | None:
         return None  # the cluster's creation wakes us (setup watches selected clusters)
     manifest = builders.cluster_manifest(ctx.job, name, str(ctx.status.get("jobId") or ""))
     ref = f"{ctx.namespace}/{name}"
-    try:
-        return await write_with_events(
-            ctx.recorder,
-            ctx.job,
-            ctx.client.create(C.RAYCLUSTERS, manifest, ctx.namespace),
-            failed=("FailedToCreateRayCluster", f"Failed to create RayCluster {ref}: {{error}}"),
-            done=("CreatedRayCluster", f"Created RayCluster {ref}"),
-            expected=(AlreadyExists,),
-        )
-    except AlreadyExists:
-        return await ctx.client.get(C.RAYCLUSTERS, name, ctx.namespace)
+    created = await create_once(
+        ctx.recorder,
+        ctx.job,
+        ctx.client.create(C.RAYCLUSTERS, manifest, ctx.namespace),
+        failed=("FailedToCreateRayCluster", f"Failed to create RayCluster {ref}: {{error}}"),
+        done=("CreatedRayCluster", f"Created RayCluster {ref}"),
+    )
+    return created if created is not None else await ctx.client.get(C.RAYCLUSTERS, name, ctx.namespace)
 
 
 async def _ensure_submitter(ctx: JobContext, cluster: Obj) -> bool:
@@ -106,17 +103,13 @@ async def _ensure_submitter(ctx: JobContext, cluster: Obj) -> bool:
     job_id = str(ctx.status.get("jobId") or "")
     manifest = builders.submitter_job(ctx.job, cluster, str(ctx.status.get("dashboardURL") or ""), job_id)
     ref = f"{ctx.namespace}/{ctx.name}"
-    try:
-        await write_with_events(
-            ctx.recorder,
-            ctx.job,
-            ctx.client.create(JOBS, manifest, ctx.namespace),
-            failed=("FailedToCreateRayJobSubmitter", f"Failed to create new Kubernetes Job {ref}: {{error}}"),
-            done=("CreatedRayJobSubmitter", f"Created Kubernetes Job {ref}"),
-            expected=(AlreadyExists,),
-        )
-    except AlreadyExists:
-        pass
+    await create_once(
+        ctx.recorder,
+        ctx.job,
+        ctx.client.create(JOBS, manifest, ctx.namespace),
+        failed=("FailedToCreateRayJobSubmitter", f"Failed to create new Kubernetes Job {ref}: {{error}}"),
+        done=("CreatedRayJobSubmitter", f"Created Kubernetes Job {ref}"),
+    )
     return True
 
 

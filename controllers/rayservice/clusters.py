@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from controllers import constants as c
 from controllers.common.conditions import is_condition_true
-from controllers.common.events import write_with_events
+from controllers.common.events import create_once, write_with_events
 from controllers.common.names import generate_name
 from controllers.common.objects import annotations_of, is_deleting
 from controllers.constants import RAYCLUSTERS
@@ -31,7 +31,7 @@ from controllers.rayservice.hashing import (
 from controllers.rayservice.options import DEFAULT_DELETION_DELAY
 from controllers.rayservice.shapes import ClusterRole, cluster_name, cluster_names
 from controllers.rayservice.status import copy_cluster_statuses
-from kuberay_py.client import AlreadyExists, NotFound
+from kuberay_py.client import NotFound
 from kuberay_py.clock import format_rfc3339, parse_rfc3339
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
@@ -148,19 +148,17 @@ def plan_new_cluster(
 async def create_cluster(ctx: ServiceContext, name: str, body: Obj | None = None) -> Obj:
     """Create the RayCluster ``name`` (``body``: a manifest other than the goal, e.g. replicas cleared)."""
     ns = ctx.namespace
-    try:
-        created: Obj = await write_with_events(
-            ctx.recorder,
-            ctx.svc,
-            ctx.client.create(RAYCLUSTERS, body or build_ray_cluster(ctx.svc, name), ns),
-            failed=(
-                c.EVENT_FAILED_TO_CREATE_RAYCLUSTER,
-                f"Failed to create the RayCluster {ns}/{name}: {{error}}",
-            ),
-            done=(c.EVENT_CREATED_RAYCLUSTER, f"Created the RayCluster {ns}/{name}"),
-            expected=(AlreadyExists,),
-        )
-    except AlreadyExists:
+    created: Obj | None = await create_once(
+        ctx.recorder,
+        ctx.svc,
+        ctx.client.create(RAYCLUSTERS, body or build_ray_cluster(ctx.svc, name), ns),
+        failed=(
+            c.EVENT_FAILED_TO_CREATE_RAYCLUSTER,
+            f"Failed to create the RayCluster {ns}/{name}: {{error}}",
+        ),
+        done=(c.EVENT_CREATED_RAYCLUSTER, f"Created the RayCluster {ns}/{name}"),
+    )
+    if created is None:
         existing: Obj = await ctx.client.get(RAYCLUSTERS, name, ns)
         return existing
     return created
