@@ -17,18 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from controllers import constants as C
 from controllers.common.dashboards import close_with_manager
+from controllers.common.predicates import spec_labels_annotations_or_deletion
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.reconciler import RayJobReconciler
 from kuberay_py.client.resources import JOBS, PODS, SERVICES
 from kuberay_py.clock import Clock
 from kuberay_py.controller import (
-    AnnotationsChanged,
-    GenerationChanged,
-    LabelsChanged,
-    PredicateFuncs,
     Request,
-    or_,
 )
 
 if TYPE_CHECKING:
@@ -71,12 +67,7 @@ def setup(
             if ((job.get("spec") or {}).get("clusterSelector") or {}).get(C.RAY_CLUSTER_LABEL_KEY) == name
         ]
 
-    primary = or_(
-        GenerationChanged(),
-        LabelsChanged(),
-        AnnotationsChanged(),
-        PredicateFuncs(lambda obj: bool((obj.get("metadata") or {}).get("deletionTimestamp"))),
-    )
+    primary = spec_labels_annotations_or_deletion()
     (
         manager.controller(CONTROLLER_NAME)
         .for_(C.RAYJOBS, predicates=[primary])

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from controllers import constants as c
 from controllers.common.dashboards import close_with_manager
+from controllers.common.predicates import spec_labels_annotations_or_deletion
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import (
@@ -39,13 +40,8 @@ from controllers.rayservice.options import SERVICE_NAME_LABEL, RayServiceOptions
 from controllers.rayservice.reconciler import RayServiceReconciler
 from kuberay_py.client.resources import ENDPOINTSLICES, GATEWAYS, HTTPROUTES, PODS, SERVICES
 from kuberay_py.controller import (
-    AnnotationsChanged,
     Controller,
-    GenerationChanged,
-    LabelsChanged,
-    PredicateFuncs,
     Request,
-    or_,
 )
 
 if TYPE_CHECKING:
@@ -137,12 +133,7 @@ def setup(
                 return [Request(meta["namespace"], owner)] if owner else []
         return []
 
-    primary = or_(
-        GenerationChanged(),
-        LabelsChanged(),
-        AnnotationsChanged(),
-        PredicateFuncs(lambda obj: bool((obj.get("metadata") or {}).get("deletionTimestamp"))),
-    )
+    primary = spec_labels_annotations_or_deletion()
     controller = (
         manager.controller(CONTROLLER_NAME)
         .for_(RAYSERVICES, predicates=[primary])
