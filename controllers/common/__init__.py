@@ -16,4 +16,8 @@ the same rules from here.
 * :mod:`.owned_cluster` -- the RayCluster body a RayService or RayJob creates.
 * :mod:`.names` -- KubeRay's ``<prefix>-<5 random characters>`` name generator.
 * :mod:`.dashboards` -- closing a controller's dashboard connection pool with its manager.
+* :mod:`.last_write` -- our last write of an object, read until the cache shows it.
+* :mod:`.requeue` -- the one wake-up timer of a reconcile (earliest delay, or at once).
+* :mod:`.invalid` -- KubeRay's ``Invalid<Kind><Category>`` event reason.
+* :mod:`.predicates` -- which changes of a controller's own object are worth a reconcile.
 """
