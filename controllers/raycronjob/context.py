@@ -13,7 +13,7 @@ from typing import Any
 from controllers.common.cache import CacheReader
 from controllers.common.events import Recorder
 from controllers.common.requeue import Requeue
-from controllers.raycronjob.memory import Memory
+from controllers.raycronjob.memory import CronMemo, Memory
 from controllers.raycronjob.options import RayCronJobOptions
 from kuberay_py.client import Client
 from kuberay_py.clock import Clock
@@ -30,6 +30,7 @@ class CronContext:
     clock: Clock
     options: RayCronJobOptions
     memory: Memory
+    memo: CronMemo  # this RayCronJob's part of ``memory``
     cron: Obj  # the RayCronJob as last read (the cache, or our newer write) or written
     requeue: Requeue = field(default_factory=Requeue)
 

@@ -9,15 +9,32 @@ drops both when the object leaves the cache.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from kuberay_py.objects import Obj
 
-__all__ = ["Memory"]
+__all__ = ["CronMemo", "Memory"]
+
+
+@dataclass
+class CronMemo:
+    uid: str
+    # (versions our writes replaced, RayCronJob written last): read instead of the cache until the
+    # cache moves on (controllers.common.last_write).
+    written: tuple[frozenset[str], Obj] | None = None
 
 
 class Memory:
     def __init__(self) -> None:
         self._told: dict[str, tuple[str, int]] = {}  # key -> (reason, generation) already announced
-        self._written: dict[str, tuple[set[str], Obj]] = {}  # key -> (versions written over, latest)
+        self._memos: dict[str, CronMemo] = {}
+
+    def memo(self, key: str, uid: str) -> CronMemo:
+        """The RayCronJob's memo, new when the object under ``key`` was recreated (another uid)."""
+        memo = self._memos.get(key)
+        if memo is None or memo.uid != uid:
+            memo = self._memos[key] = CronMemo(uid)
+        return memo
 
     def first_time(self, key: str, reason: str, generation: int) -> bool:
         if self._told.get(key) == (reason, generation):
@@ -28,24 +45,6 @@ class Memory:
     def clear(self, key: str) -> None:
         self._told.pop(key, None)
 
-    def wrote(self, key: str, over: Obj, written: Obj) -> None:
-        """``written`` replaced ``over``: until the cache moves past both, read ``written``."""
-        stale, _ = self._written.get(key, (set(), written))
-        stale.add(str(over["metadata"].get("resourceVersion")))
-        self._written[key] = (stale, written)
-
-    def latest(self, key: str, cached: Obj) -> Obj:
-        """``cached``, or our last write when the cache shows a version that write replaced."""
-        remembered = self._written.get(key)
-        if remembered is None:
-            return cached
-        stale, written = remembered
-        same_object = written["metadata"].get("uid") == cached["metadata"].get("uid")
-        if same_object and str(cached["metadata"].get("resourceVersion")) in stale:
-            return written
-        del self._written[key]
-        return cached
-
     def forget(self, key: str) -> None:
         self._told.pop(key, None)
-        self._written.pop(key, None)
+        self._memos.pop(key, None)

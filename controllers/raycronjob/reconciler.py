@@ -12,6 +12,7 @@ from __future__ import annotations
 from controllers import constants as C
 from controllers.common.cache import CacheReader
 from controllers.common.events import Recorder
+from controllers.common.last_write import latest
 from controllers.raycronjob import schedule
 from controllers.raycronjob.context import CronContext
 from controllers.raycronjob.memory import Memory
@@ -46,8 +47,11 @@ class RayCronJobReconciler:
         if cached is None:
             self.memory.forget(key)
             return Result()
-        cron = self.memory.latest(key, cached)
-        ctx = CronContext(self.client, self.cache, self.recorder, self.clock, self.options, self.memory, cron)
+        memo = self.memory.memo(key, str(cached["metadata"].get("uid") or ""))
+        cron = latest(memo, cached)
+        ctx = CronContext(
+            self.client, self.cache, self.recorder, self.clock, self.options, self.memory, memo, cron
+        )
         if schedule.validate(ctx) or schedule.suspended(ctx):
             return Result()
         await schedule.tick(ctx)

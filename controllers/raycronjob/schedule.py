@@ -15,6 +15,7 @@ from controllers.api.cron_schedule import parse_schedule
 from controllers.api.job_validation import validate_raycronjob
 from controllers.common.events import create_once
 from controllers.common.invalid import invalid_reason
+from controllers.common.last_write import remember_write
 from controllers.raycronjob.builders import child_rayjob
 from controllers.raycronjob.context import CronContext
 from controllers.raycronjob.ticks import due_ticks
@@ -73,7 +74,7 @@ async def tick(ctx: CronContext) -> None:
         except Conflict:
             ctx.requeue.immediately()
             return
-        ctx.memory.wrote(ctx.key, ctx.cron, written)
+        remember_write(ctx.memo, ctx.cron, written)
         ctx.cron = written
     ctx.requeue.at((following - ctx.clock.utcnow()).total_seconds())
 

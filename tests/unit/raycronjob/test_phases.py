@@ -43,9 +43,9 @@ class Kit:
 
     def ctx(self) -> CronContext:
         client = cast(Client, self.client)
-        return CronContext(
-            client, self.cache, self.events, self.clock, RayCronJobOptions(), self.memory, self.cron
-        )
+        memo = self.memory.memo("ns/cron", "cron-uid")
+        options = RayCronJobOptions()
+        return CronContext(client, self.cache, self.events, self.clock, options, self.memory, memo, self.cron)
 
 
 def test_an_invalid_spec_is_announced_once_per_generation() -> None:
