@@ -15,8 +15,10 @@ from typing import Any
 
 import anyio
 
+from controllers.batchscheduler import from_options as batch_scheduler_from_options
 from controllers.constants import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from controllers.metrics import register_info_metrics
+from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.raycronjob.options import RayCronJobOptions
@@ -59,8 +61,15 @@ def build_manager(
         reconcile_retry_burst=flags.reconcile_retry_burst,
     )
     manager = Manager(config, options)
+    # --enable-batch-scheduler / --batch-scheduler (and the Configuration's enableBatchScheduler /
+    # batchScheduler) arrive as OperatorFlags.enable_batch_scheduler / .batch_scheduler.
+    scheduler = batch_scheduler_from_options(
+        bool(getattr(flags, "enable_batch_scheduler", False)),
+        str(getattr(flags, "batch_scheduler", "") or ""),
+    )
     setup_raycluster(
         manager,
+        options=dataclasses.replace(RayClusterOptions.from_env(), batch_scheduler=scheduler),
         max_concurrent_reconciles=flags.reconcile_concurrency,
         resync_period=flags.raycluster_resync_period,
     )
@@ -76,7 +85,9 @@ def build_manager(
     setup_rayjob(
         manager,
         max_concurrent_reconciles=flags.reconcile_concurrency,
-        options=dataclasses.replace(RayJobOptions.from_env(), deletion_policy=gates["RayJobDeletionPolicy"]),
+        options=dataclasses.replace(
+            RayJobOptions.from_env(), deletion_policy=gates["RayJobDeletionPolicy"], batch_scheduler=scheduler
+        ),
     )
     if gates["RayCronJob"]:
         missed: MissedTicks = "latest" if flags.raycronjob_missed_ticks == "latest" else "all"

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from controllers import constants as C
+from controllers.batchscheduler import Scheduler
 
 __all__ = ["RayClusterOptions"]
 
@@ -41,6 +42,8 @@ class RayClusterOptions:
     status_coalesce_seconds: float = 5.0
     # Requeue interval while a GCS-FT cluster waits for its head Pod to go away (KubeRay: 10 s).
     redis_cleanup_poll: float = 10.0
+    # --batch-scheduler / --enable-batch-scheduler (controllers.batchscheduler.from_options).
+    batch_scheduler: Scheduler | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RayClusterOptions:

@@ -82,6 +82,8 @@ async def reconcile_pods(ctx: ClusterContext) -> None:
         by_type.setdefault(labels_of(pod).get(C.RAY_NODE_TYPE_LABEL_KEY, ""), []).append(pod)
     if await _recreate_for_upgrade(ctx, by_type.get(C.NODE_TYPE_HEAD, [])):
         return
+    if ctx.options.batch_scheduler is not None:  # e.g. Volcano's PodGroup, before any Pod
+        await ctx.options.batch_scheduler.submit_cluster(ctx.client, ctx.cluster)
     await _reconcile_head(ctx, by_type.get(C.NODE_TYPE_HEAD, []))
     workers = by_type.get(C.NODE_TYPE_WORKER, [])
     failure: ReplicaFailure | None = None
@@ -215,6 +217,9 @@ async def _create(ctx: ClusterContext, body: Obj, *, head: bool, announce: bool 
     """Create one Pod, return ``namespace/name``; ``announce=False``: the caller sends the event."""
     role = "head" if head else "worker"
     reason, failed, created_event = _CREATE_NAMES[head]
+    if ctx.options.batch_scheduler is not None:  # schedulerName, queue labels, group annotations
+        group = labels_of(body).get(C.RAY_NODE_GROUP_LABEL_KEY, "")
+        ctx.options.batch_scheduler.add_metadata(ctx.cluster, "RayCluster", body, group)
     try:
         created = await write_with_events(
             ctx.recorder,

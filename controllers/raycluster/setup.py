@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from controllers import constants as C
+from controllers.batchscheduler.volcano import PODGROUPS as VOLCANO_PODGROUPS
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod_cache import slim_pod
 from controllers.raycluster.reconciler import RayClusterReconciler
@@ -71,12 +72,15 @@ def setup(
         expectations=expectations,
     )
     manager.cache.informer_for(PODS).add_event_handler(expectations)
-    (
+    builder = (
         manager.controller(CONTROLLER_NAME)
         .for_(C.RAYCLUSTERS, predicates=[or_(GenerationChanged(), LabelsChanged(), AnnotationsChanged())])
         .owns(PODS)
         .owns(SERVICES)
-        .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
-        .complete(reconciler)
     )
+    if opts.batch_scheduler is not None and opts.batch_scheduler.owns == VOLCANO_PODGROUPS:
+        # Volcano's PodGroups, as KubeRay's ConfigureReconciler: without their CRD this watch
+        # never syncs and the controller fails to start, as KubeRay's does.
+        builder = builder.owns(VOLCANO_PODGROUPS)
+    builder.with_options(max_concurrent_reconciles=max_concurrent_reconciles).complete(reconciler)
     return reconciler

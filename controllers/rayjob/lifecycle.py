@@ -14,7 +14,7 @@ from typing import Any, cast
 from controllers import constants as C
 from controllers.common.events import create_once, write_with_events
 from controllers.common.names import generate_name
-from controllers.rayjob import builders
+from controllers.rayjob import builders, scheduling
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.dashboard_access import stop_ray_job
 from controllers.rayjob.shapes import FINISHED_JOB_STATUSES
@@ -85,6 +85,7 @@ async def get_or_create_cluster(ctx: JobContext) -> Obj | None:
         )
         return None  # the cluster's creation wakes us (setup watches selected clusters)
     manifest = builders.cluster_manifest(ctx.job, name, str(ctx.status.get("jobId") or ""))
+    scheduling.tag_cluster(ctx, manifest)
     ref = f"{ctx.namespace}/{name}"
     created = await create_once(
         ctx.recorder,
@@ -102,6 +103,7 @@ async def _ensure_submitter(ctx: JobContext, cluster: Obj) -> bool:
         return True
     job_id = str(ctx.status.get("jobId") or "")
     manifest = builders.submitter_job(ctx.job, cluster, str(ctx.status.get("dashboardURL") or ""), job_id)
+    scheduling.tag_submitter(ctx, manifest["spec"]["template"])
     ref = f"{ctx.namespace}/{ctx.name}"
     await create_once(
         ctx.recorder,
@@ -119,6 +121,7 @@ async def initializing(ctx: JobContext) -> None:
         return
     if active_deadline_passed(ctx) or pre_running_deadline_passed(ctx):
         return
+    await scheduling.submit(ctx)
     cluster = await get_or_create_cluster(ctx)
     if cluster is None:
         return
@@ -199,6 +202,7 @@ async def suspending_or_retrying(ctx: JobContext) -> None:
         )
     if not gone:
         return  # the children's deletion events wake us
+    await scheduling.cleanup(ctx)
     attempt = cast(dict[str, Any], st)  # this attempt's fields, dropped by name
     for key in (
         "rayClusterStatus",

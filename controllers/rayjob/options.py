@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from controllers.batchscheduler import Scheduler
+
 __all__ = ["RayJobOptions"]
 
 
@@ -32,6 +34,8 @@ class RayJobOptions:
     # changes, at most ``poll_max`` s apart (KubeRay polls every 3 s, always).
     poll_min: float = 1.0
     poll_max: float = 30.0
+    # --batch-scheduler / --enable-batch-scheduler (controllers.batchscheduler.from_options).
+    batch_scheduler: Scheduler | None = None
 
     @classmethod
     def from_env(cls) -> RayJobOptions:

@@ -24,7 +24,7 @@ from controllers.common.events import Recorder
 from controllers.common.invalid import invalid_reason
 from controllers.common.last_write import latest, remember_write
 from controllers.ray.dashboard import DashboardClientFactory
-from controllers.rayjob import cleanup, lifecycle, running
+from controllers.rayjob import cleanup, lifecycle, running, scheduling
 from controllers.rayjob.builders import RAYJOB_FINALIZER
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.memory import Memory
@@ -48,6 +48,14 @@ async def _noop(ctx: JobContext) -> None:
     return None
 
 
+async def _terminal(ctx: JobContext) -> None:
+    """Complete / Failed, then the batch scheduler's clean-up whatever happened (KubeRay's defer)."""
+    try:
+        await cleanup.terminal(ctx)
+    finally:
+        await scheduling.cleanup_quietly(ctx)
+
+
 def _phase(state: JobDeploymentStatus) -> Callable[[JobContext], Awaitable[None]]:
     async def sync(fn: Callable[[JobContext], None], ctx: JobContext) -> None:
         fn(ctx)
@@ -60,8 +68,8 @@ def _phase(state: JobDeploymentStatus) -> Callable[[JobContext], Awaitable[None]
         "Suspending": lifecycle.suspending_or_retrying,
         "Retrying": lifecycle.suspending_or_retrying,
         "Suspended": lambda ctx: sync(lifecycle.suspended, ctx),
-        "Complete": cleanup.terminal,
-        "Failed": cleanup.terminal,
+        "Complete": _terminal,
+        "Failed": _terminal,
     }
     return table.get(state, _noop)
 

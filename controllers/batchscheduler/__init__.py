@@ -1,0 +1,48 @@
+"""Batch schedulers behind ``--enable-batch-scheduler`` / ``--batch-scheduler`` (KubeRay v1.7.0).
+
+The public API is :func:`from_options` and the :class:`~.base.Scheduler` it returns; the
+controllers receive that object through their options and call its four hooks (see
+:mod:`.base`). Each scheduler is one module: :mod:`.volcano`, :mod:`.yunikorn`, :mod:`.kai`,
+:mod:`.scheduler_plugins`.
+"""
+
+from __future__ import annotations
+
+from controllers.batchscheduler.base import Scheduler, SchedulerError
+from controllers.batchscheduler.kai import Kai
+from controllers.batchscheduler.scheduler_plugins import SchedulerPlugins
+from controllers.batchscheduler.volcano import Volcano
+from controllers.batchscheduler.yunikorn import YuniKorn
+
+__all__ = ["SCHEDULER_NAMES", "Scheduler", "SchedulerError", "UnknownScheduler", "from_options"]
+
+_BY_NAME: dict[str, type[Scheduler]] = {
+    Volcano.plugin: Volcano,
+    YuniKorn.plugin: YuniKorn,
+    Kai.plugin: Kai,
+    SchedulerPlugins.plugin: SchedulerPlugins,
+}
+
+#: The names ``--batch-scheduler`` accepts.
+SCHEDULER_NAMES: tuple[str, ...] = tuple(_BY_NAME)
+
+
+class UnknownScheduler(ValueError):
+    """``--batch-scheduler`` names a scheduler KubeRay does not know (it exits at start)."""
+
+
+def from_options(enable: bool, name: str) -> Scheduler | None:
+    """The scheduler the operator's flags select, or None for Kubernetes' default scheduler.
+
+    ``enable`` is the deprecated ``--enable-batch-scheduler`` (``enableBatchScheduler``): it means
+    Volcano and wins over ``name``, as in KubeRay's ``getSchedulerFactory``. KubeRay refuses both
+    together at start (``ValidateBatchSchedulerConfig``); that check belongs to the CLI.
+    """
+    if enable:
+        return Volcano()
+    if not name:
+        return None
+    try:
+        return _BY_NAME[name]()
+    except KeyError:
+        raise UnknownScheduler(f"the scheduler is not supported, name={name}") from None
