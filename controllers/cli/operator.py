@@ -19,6 +19,7 @@ from controllers.batchscheduler import from_options as batch_scheduler_from_opti
 from controllers.constants import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from controllers.metrics import register_info_metrics
 from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.route import USE_INGRESS_ON_OPENSHIFT, OpenShift
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.raycronjob.options import RayCronJobOptions
@@ -69,7 +70,13 @@ def build_manager(
     )
     setup_raycluster(
         manager,
-        options=dataclasses.replace(RayClusterOptions.from_env(), batch_scheduler=scheduler),
+        options=dataclasses.replace(
+            RayClusterOptions.from_env(),
+            batch_scheduler=scheduler,
+            openshift=OpenShift(
+                manager.client, use_ingress=os.environ.get(USE_INGRESS_ON_OPENSHIFT, "").lower() == "true"
+            ),
+        ),
         max_concurrent_reconciles=flags.reconcile_concurrency,
         resync_period=flags.raycluster_resync_period,
     )

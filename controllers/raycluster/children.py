@@ -23,6 +23,7 @@ from controllers.raycluster.autoscaler import (
 )
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.ingress import build_ingress
+from controllers.raycluster.route import ROUTES, build_route
 from controllers.raycluster.services import (
     build_head_service,
     build_headless_worker_service,
@@ -42,6 +43,7 @@ _EVENT_NOUNS = {
     "RoleBinding": "role binding",
     "Ingress": "ingress",
     "Secret": "secret",
+    "Route": "route",
 }
 
 
@@ -72,7 +74,11 @@ async def reconcile_children(ctx: ClusterContext) -> None:
     if common.is_autoscaling(cluster):
         await _autoscaler_rbac(ctx)
     if (common.spec(cluster).get("headGroupSpec") or {}).get("enableIngress"):
-        await _ingress(ctx)
+        openshift = ctx.options.openshift
+        if openshift is not None and await openshift.routes_instead_of_ingress():
+            await _route(ctx)
+        else:
+            await _ingress(ctx)
     await _service(ctx, build_head_service(cluster, cluster_ip_service=ctx.options.head_cluster_ip_service))
     groups = common.spec(cluster).get("workerGroupSpecs") or []
     if any(common.num_of_hosts(g) > 1 for g in groups):
@@ -189,6 +195,21 @@ async def _ingress(ctx: ClusterContext) -> None:
             done=(C.EVENT_UPDATED_INGRESS, f"Updated Ingress {ns}/{name}"),
         )
     known.add(marker)
+
+
+async def _route(ctx: ClusterContext) -> None:
+    """OpenShift: the head Route, created when no Route labelled with this cluster exists (never
+    updated, as KubeRay); remembered once seen, so a converged cluster costs no request."""
+    cluster = ctx.cluster
+    desired = build_route(cluster)
+    name = desired["metadata"]["name"]
+    if ("Route", name) in ctx.memo.known:
+        return
+    selector = f"{C.RAY_CLUSTER_LABEL_KEY}={cluster['metadata']['name']}"
+    existing = (await ctx.client.list(ROUTES, ctx.namespace, label_selector=selector))["items"]
+    if not existing:
+        await _create(ctx, ROUTES, desired, name, C.EVENT_CREATED_ROUTE, C.EVENT_FAILED_TO_CREATE_ROUTE)
+    ctx.memo.known.add(("Route", name))
 
 
 async def _require_user_service_account(ctx: ClusterContext, sa: str) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from controllers import constants as C
 from controllers.batchscheduler import Scheduler
+from controllers.raycluster.route import OpenShift
 
 __all__ = ["RayClusterOptions"]
 
@@ -44,6 +45,8 @@ class RayClusterOptions:
     redis_cleanup_poll: float = 10.0
     # --batch-scheduler / --enable-batch-scheduler (controllers.batchscheduler.from_options).
     batch_scheduler: Scheduler | None = None
+    # OpenShift detection for the head Route (controllers.raycluster.route); None: Ingress only.
+    openshift: OpenShift | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RayClusterOptions:
