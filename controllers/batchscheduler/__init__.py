@@ -3,13 +3,14 @@
 The public API is :func:`from_options` and the :class:`~.base.Scheduler` it returns; the
 controllers receive that object through their options and call its four hooks (see
 :mod:`.base`). Each scheduler is one module: :mod:`.volcano`, :mod:`.yunikorn`, :mod:`.kai`,
-:mod:`.scheduler_plugins`.
+:mod:`.scheduler_plugins`, and :mod:`.kubernetes_was` behind the ``KubernetesWAS`` gate.
 """
 
 from __future__ import annotations
 
 from controllers.batchscheduler.base import Scheduler, SchedulerError
 from controllers.batchscheduler.kai import Kai
+from controllers.batchscheduler.kubernetes_was import KubernetesWAS
 from controllers.batchscheduler.scheduler_plugins import SchedulerPlugins
 from controllers.batchscheduler.volcano import Volcano
 from controllers.batchscheduler.yunikorn import YuniKorn
@@ -28,16 +29,25 @@ SCHEDULER_NAMES: tuple[str, ...] = tuple(_BY_NAME)
 
 
 class UnknownScheduler(ValueError):
-    """``--batch-scheduler`` names a scheduler KubeRay does not know (it exits at start)."""
+    """The flags select no valid scheduler (KubeRay exits at start)."""
 
 
-def from_options(enable: bool, name: str) -> Scheduler | None:
+def from_options(enable: bool, name: str, *, kubernetes_was: bool = False) -> Scheduler | None:
     """The scheduler the operator's flags select, or None for Kubernetes' default scheduler.
 
     ``enable`` is the deprecated ``--enable-batch-scheduler`` (``enableBatchScheduler``): it means
     Volcano and wins over ``name``, as in KubeRay's ``getSchedulerFactory``. KubeRay refuses both
     together at start (``ValidateBatchSchedulerConfig``); that check belongs to the CLI.
+    ``kubernetes_was`` is the ``KubernetesWAS`` feature gate: it selects Kubernetes' own
+    workload-aware scheduling and cannot be combined with either flag (KubeRay exits at start).
     """
+    if kubernetes_was:
+        if enable or name:
+            raise UnknownScheduler(
+                "the KubernetesWAS feature gate cannot be combined with --batch-scheduler or "
+                "--enable-batch-scheduler"
+            )
+        return KubernetesWAS()
     if enable:
         return Volcano()
     if not name:

@@ -63,10 +63,12 @@ def build_manager(
     )
     manager = Manager(config, options)
     # --enable-batch-scheduler / --batch-scheduler (and the Configuration's enableBatchScheduler /
-    # batchScheduler) arrive as OperatorFlags.enable_batch_scheduler / .batch_scheduler.
+    # batchScheduler) arrive as OperatorFlags.enable_batch_scheduler / .batch_scheduler; the
+    # KubernetesWAS gate as feature_gates["KubernetesWAS"].
     scheduler = batch_scheduler_from_options(
         bool(getattr(flags, "enable_batch_scheduler", False)),
         str(getattr(flags, "batch_scheduler", "") or ""),
+        kubernetes_was=flags.feature_gates.get("KubernetesWAS", False),
     )
     setup_raycluster(
         manager,

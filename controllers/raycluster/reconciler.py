@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from controllers import constants as C
 from controllers.api.validation import validate_raycluster
+from controllers.batchscheduler import SchedulerError
 from controllers.common import cluster as common
 from controllers.common.cache import CacheReader
 from controllers.common.events import Recorder
@@ -121,7 +122,7 @@ class RayClusterReconciler:
             await reconcile_pods(ctx)
         except ReplicaFailure as exc:
             failure, error = exc, exc
-        except ApiError as exc:
+        except (ApiError, SchedulerError) as exc:  # SchedulerError: the batch scheduler said retry
             error = exc
 
         # Status always reflects what the cache shows, even after a failed phase: read again, as

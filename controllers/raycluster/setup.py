@@ -16,6 +16,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from controllers import constants as C
+from controllers.batchscheduler.kubernetes_was import PODGROUPS as WAS_PODGROUPS
+from controllers.batchscheduler.kubernetes_was import WORKLOADS as WAS_WORKLOADS
 from controllers.batchscheduler.volcano import PODGROUPS as VOLCANO_PODGROUPS
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod_cache import slim_pod
@@ -78,9 +80,12 @@ def setup(
         .owns(PODS)
         .owns(SERVICES)
     )
-    if opts.batch_scheduler is not None and opts.batch_scheduler.owns == VOLCANO_PODGROUPS:
-        # Volcano's PodGroups, as KubeRay's ConfigureReconciler: without their CRD this watch
-        # never syncs and the controller fails to start, as KubeRay's does.
+    # The scheduler's own kinds, as KubeRay's ConfigureReconciler: without their API these watches
+    # never sync and the controller fails to start, as KubeRay's operator does.
+    owned = opts.batch_scheduler.owns if opts.batch_scheduler is not None else None
+    if owned == VOLCANO_PODGROUPS:
         builder = builder.owns(VOLCANO_PODGROUPS)
+    elif owned == WAS_WORKLOADS:  # KubernetesWAS
+        builder = builder.owns(WAS_WORKLOADS).owns(WAS_PODGROUPS)
     builder.with_options(max_concurrent_reconciles=max_concurrent_reconciles).complete(reconciler)
     return reconciler

@@ -1,0 +1,195 @@
+"""KubernetesWAS (alpha gate, off by default): the scheduling.k8s.io/v1alpha2 Workload and PodGroup
+and the Pods' schedulingGroup, derived from v1.7.0 source
+(controllers/ray/batchscheduler/kubernetes-was/v1alpha2 and test/e2ekuberneteswas).
+
+The v1alpha2 API is served here by the CRD stand-ins in tests/fixtures/external-crds/kubernetes-was;
+a real kube-apiserver serves that group natively (GenericWorkload gate, runtime-config) and
+refuses a CRD in its built-in group, so these tests run on the built-in server only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from controllers import constants as C
+from controllers.batchscheduler import UnknownScheduler, from_options
+from controllers.batchscheduler import kubernetes_was as was
+from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.setup import cache_selectors, cache_transforms
+from controllers.raycluster.setup import setup as setup_raycluster
+from kuberay_py.client import Client, NotFound
+from kuberay_py.client.resources import PODS
+from kuberay_py.envtest import Environment, uses_real_apiserver
+from kuberay_py.manager import Manager, ManagerOptions
+from tests.integration.batchscheduler.test_batch_schedulers import cluster_spec
+from tests.polling import eventually
+
+pytestmark = pytest.mark.skipif(
+    uses_real_apiserver(),
+    reason="scheduling.k8s.io/v1alpha2 is a built-in API of kube-apiserver 1.36 (GenericWorkload); "
+    "the CRD stand-in only works on the built-in server",
+)
+
+ROOT = Path(__file__).resolve().parents[3]
+CRDS = str(ROOT / "config" / "crd" / "bases")
+WAS = str(ROOT / "tests" / "fixtures" / "external-crds" / "kubernetes-was")
+GANG = {"ray.io/gang-scheduling-enabled": "true"}
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def env() -> AsyncIterator[Environment]:
+    async with Environment([CRDS, WAS]) as e:
+        yield e
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def setup(env: Environment) -> AsyncIterator[tuple[Client, str]]:
+    ns = await env.create_namespace(generate_name="was-")
+    manager = Manager(
+        env.client_config,
+        ManagerOptions(
+            metrics_bind_address="0",
+            health_probe_bind_address="0",
+            namespaces=[ns],
+            cache_selectors=cache_selectors(),
+            cache_transforms=cache_transforms(),
+            graceful_shutdown_timeout=5.0,
+        ),
+    )
+    scheduler = from_options(False, "", kubernetes_was=True)
+    setup_raycluster(
+        manager,
+        max_concurrent_reconciles=2,
+        options=dataclasses.replace(RayClusterOptions.from_env({}), batch_scheduler=scheduler),
+    )
+    task = asyncio.create_task(manager.run(install_signal_handlers=False))
+    client = env.new_client()
+    try:
+        yield client, ns
+    finally:
+        await client.close()
+        manager.stop()
+        await asyncio.wait_for(task, 30)
+        await env.delete_namespace(ns)
+
+
+def raycluster(name: str, ns: str, labels: dict[str, str]) -> dict[str, Any]:
+    return {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {"name": name, "namespace": ns, "labels": labels},
+        "spec": cluster_spec(),
+    }
+
+
+async def _get(client: Client, res: Any, name: str, ns: str) -> dict[str, Any] | None:
+    try:
+        return await client.get(res, name, ns)
+    except NotFound:
+        return None
+
+
+async def _pods(client: Client, ns: str, cluster: str, count: int) -> list[dict[str, Any]]:
+    async def check() -> list[dict[str, Any]] | None:
+        items = (await client.list(PODS, ns, label_selector=f"{C.RAY_CLUSTER_LABEL_KEY}={cluster}"))["items"]
+        live = [p for p in items if not p["metadata"].get("deletionTimestamp")]
+        return live if len(live) == count else None
+
+    found: list[dict[str, Any]] = await eventually(check, f"{count} Pods of {cluster}")
+    return found
+
+
+def _owner(uid: str, name: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "name": name,
+            "uid": uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+
+
+async def test_gang_cluster_gets_workload_pod_group_and_scheduling_group(setup: tuple[Client, str]) -> None:
+    client, ns = setup
+    created = await client.create(C.RAYCLUSTERS, raycluster("gang", ns, dict(GANG)), ns)
+    uid = created["metadata"]["uid"]
+
+    workload = await eventually(lambda: _get(client, was.WORKLOADS, "gang", ns), "the Workload")
+    assert workload["metadata"]["labels"] == {"ray.io/cluster": "gang"}
+    assert workload["metadata"]["ownerReferences"] == _owner(uid, "gang")
+    assert workload["spec"] == {
+        "controllerRef": {"apiGroup": "ray.io", "kind": "RayCluster", "name": "gang"},
+        "podGroupTemplates": [{"name": "cluster", "schedulingPolicy": {"gang": {"minCount": 3}}}],
+    }
+    group = await eventually(lambda: _get(client, was.PODGROUPS, "gang-cluster", ns), "the PodGroup")
+    assert group["metadata"]["labels"] == {"ray.io/cluster": "gang"}
+    assert group["metadata"]["ownerReferences"] == _owner(uid, "gang")
+    assert group["spec"] == {
+        "podGroupTemplateRef": {"workload": {"workloadName": "gang", "podGroupTemplateName": "cluster"}},
+        "schedulingPolicy": {"gang": {"minCount": 3}},
+    }
+    for pod in await _pods(client, ns, "gang", 3):
+        assert pod["spec"]["schedulerName"] == "default-scheduler"
+        assert pod["spec"]["schedulingGroup"] == {"podGroupName": "gang-cluster"}
+
+    # A new size: the stale Workload goes (PodGroup first), then both come back with minCount 4.
+    fresh = await client.get(C.RAYCLUSTERS, "gang", ns)
+    fresh["spec"]["workerGroupSpecs"][0]["replicas"] = 3
+    await client.update(C.RAYCLUSTERS, fresh)
+
+    async def resized() -> bool:
+        wl = await _get(client, was.WORKLOADS, "gang", ns)
+        pg = await _get(client, was.PODGROUPS, "gang-cluster", ns)
+        return bool(
+            wl
+            and pg
+            and wl["spec"]["podGroupTemplates"][0]["schedulingPolicy"]["gang"]["minCount"] == 4
+            and pg["spec"]["schedulingPolicy"]["gang"]["minCount"] == 4
+        )
+
+    await eventually(resized, "the Workload and PodGroup recreated with minCount 4")
+
+
+async def test_without_gang_label_nothing_and_default_pods(setup: tuple[Client, str]) -> None:
+    client, ns = setup
+    await client.create(C.RAYCLUSTERS, raycluster("plain", ns, {}), ns)
+    for pod in await _pods(client, ns, "plain", 3):
+        assert "schedulingGroup" not in pod["spec"]
+        assert pod["spec"].get("schedulerName") in (None, "default-scheduler")
+    assert await _get(client, was.WORKLOADS, "plain", ns) is None
+    assert await _get(client, was.PODGROUPS, "plain-cluster", ns) is None
+
+
+async def test_removing_the_gang_label_deletes_both(setup: tuple[Client, str]) -> None:
+    client, ns = setup
+    await client.create(C.RAYCLUSTERS, raycluster("drop", ns, dict(GANG)), ns)
+    await eventually(lambda: _get(client, was.PODGROUPS, "drop-cluster", ns), "the PodGroup")
+    fresh = await client.get(C.RAYCLUSTERS, "drop", ns)
+    fresh["metadata"]["labels"] = {}
+    await client.update(C.RAYCLUSTERS, fresh)
+
+    async def both_gone() -> bool:
+        return (
+            await _get(client, was.PODGROUPS, "drop-cluster", ns) is None
+            and await _get(client, was.WORKLOADS, "drop", ns) is None
+        )
+
+    await eventually(both_gone, "the PodGroup and Workload deleted")
+
+
+def test_gate_cannot_be_combined_with_a_batch_scheduler() -> None:
+    with pytest.raises(UnknownScheduler, match="KubernetesWAS feature gate cannot be combined"):
+        from_options(False, "volcano", kubernetes_was=True)
+    with pytest.raises(UnknownScheduler):
+        from_options(True, "", kubernetes_was=True)
+    assert from_options(False, "", kubernetes_was=False) is None
