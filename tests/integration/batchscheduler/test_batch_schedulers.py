@@ -29,7 +29,7 @@ from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.setup import setup as setup_rayjob
 from kuberay_py.client import Client, NotFound
-from kuberay_py.client.resources import JOBS, PODS
+from kuberay_py.client.resources import EVENTS, JOBS, PODS
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager, ManagerOptions
 from tests.polling import eventually
@@ -383,3 +383,37 @@ def test_from_options_legacy_flag_and_unknown_name() -> None:
     assert legacy is not None and legacy.plugin == "volcano"
     with pytest.raises(ValueError, match="the scheduler is not supported, name=slurm"):
         from_options(False, "slurm")
+
+
+async def test_volcano_rayjob_suspend_shrinks_its_podgroup(client: Client, start: Any) -> None:
+    """CleanupOnCompletion on suspend: the cluster is gone, so the PodGroup keeps no members and
+    no resources (KubeRay updates it with empty ones), with a BatchSchedulerCleanedUp event."""
+    ns = await start("volcano")
+    doc = rayjob("susp", ns, dict(QUEUE))
+    doc["spec"]["shutdownAfterJobFinishes"] = True  # KubeRay allows suspending only such RayJobs
+    await client.create(C.RAYJOBS, doc, ns)
+    await eventually(lambda: get_or_none(client, volcano.PODGROUPS, "ray-susp-pg", ns), "the RayJob PodGroup")
+
+    async def has_cluster() -> bool:
+        got = await client.get(C.RAYJOBS, "susp", ns)
+        name = (got.get("status") or {}).get("rayClusterName")
+        return bool(name and await get_or_none(client, C.RAYCLUSTERS, str(name), ns))
+
+    await eventually(has_cluster, "the RayJob's RayCluster")
+    job = await client.get(C.RAYJOBS, "susp", ns)
+    job["spec"]["suspend"] = True
+    await client.update(C.RAYJOBS, job)
+
+    async def shrunk() -> dict[str, Any] | None:
+        pg = await client.get(volcano.PODGROUPS, "ray-susp-pg", ns)
+        return pg if pg["spec"].get("minResources") == {} else None
+
+    pg = await eventually(shrunk, "the PodGroup emptied")
+    assert "minMember" not in pg["spec"]
+    assert pg["spec"]["queue"] == "test-queue"
+
+    async def cleaned_event() -> bool:
+        events = (await client.list(EVENTS, ns))["items"]
+        return any(e.get("reason") == "BatchSchedulerCleanedUp" for e in events)
+
+    await eventually(cleaned_event, "the BatchSchedulerCleanedUp event")
