@@ -13,6 +13,7 @@ from tests.unit.rbac_scan import Permission, derive
 
 ROOT = Path(__file__).resolve().parents[2]
 RBAC = ROOT / "config" / "rbac"
+OPTIONAL_RBAC = ROOT / "config" / "rbac-batch-schedulers" / "batch-schedulers.yaml"
 
 # Granted although no call needs it; each must say why the API server requires it.
 EXTRA: dict[Permission, str] = {
@@ -85,9 +86,23 @@ def test_the_scan_sees_the_known_calls() -> None:
     assert ("ray.io", "rayjobs/status", "update") in needed
 
 
+def optional_roles() -> set[Permission]:
+    """config/rbac-batch-schedulers: the opt-in schedulers' ClusterRoles (granted by KubeRay's chart
+    only with that scheduler / gate on)."""
+    docs = [d for d in yaml.safe_load_all(OPTIONAL_RBAC.read_text()) if d]
+    return flatten(rule for d in docs if d["kind"] == "ClusterRole" for rule in d["rules"])
+
+
+def test_optional_roles_grant_only_what_the_code_uses() -> None:
+    assert optional_roles(), "config/rbac-batch-schedulers has no rules"
+    extra = optional_roles() - set(derive())
+    assert not extra, f"rbac-batch-schedulers grants what no code uses: {sorted(extra)}"
+    assert not optional_roles() & cluster_role(), "a rule is in both role.yaml and rbac-batch-schedulers"
+
+
 def test_cluster_role_grants_everything_the_code_needs() -> None:
     needed = set(derive()) - LEADER_ELECTION
-    missing = needed - cluster_role()
+    missing = needed - cluster_role() - optional_roles()
     sites = derive()
     assert not missing, "role.yaml lacks:\n" + "\n".join(f"{p}: {sites[p][0]}" for p in sorted(missing))
 
