@@ -317,3 +317,12 @@ EVENT_RAYSERVICE_INITIALIZING_TIMEOUT: Final = "RayServiceInitializingTimeout"
 # Event types
 NORMAL: Final = "Normal"
 WARNING: Final = "Warning"
+
+
+#: A RayJob submitter container's resources when the user gives none (KubeRay's
+#: ``GetDefaultSubmitterTemplate``); the sidecar submitter always has them. Here because the RayJob
+#: builders and the batch schedulers (which reserve them in a gang) both need them.
+DEFAULT_SUBMITTER_RESOURCES = {
+    "limits": {"cpu": "1", "memory": "1Gi"},
+    "requests": {"cpu": "500m", "memory": "200Mi"},
+}

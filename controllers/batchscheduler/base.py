@@ -16,12 +16,25 @@ beyond its name; the API calls it makes go through the client the caller hands i
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from kuberay_py.client import Client, Resource
 from kuberay_py.objects import Obj
 
-__all__ = ["Scheduler", "SchedulerError", "copy_label", "set_annotation", "set_scheduler_name"]
+__all__ = [
+    "Scheduler",
+    "SchedulerError",
+    "SubmitterPodSpec",
+    "copy_label",
+    "set_annotation",
+    "set_scheduler_name",
+]
+
+#: A RayJob's K8sJobMode submitter Pod spec, as the RayJob controller builds it
+#: (``controllers.rayjob.builders.submitter_pod_spec``). Handed in by the operator's wiring, so
+#: this shared layer never imports a controller package.
+SubmitterPodSpec = Callable[[Obj], dict[str, Any]]
 
 
 class SchedulerError(Exception):

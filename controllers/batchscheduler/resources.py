@@ -11,7 +11,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from controllers.raycluster.quantity import Format, QuantityError, format_quantity, parse_with_format
+from controllers.common.quantity import Format, QuantityError, format_quantity, parse_with_format
 
 __all__ = [
     "ResourceSum",

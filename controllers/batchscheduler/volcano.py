@@ -20,12 +20,12 @@ from controllers.batchscheduler import resources as R
 from controllers.batchscheduler.base import (
     Scheduler,
     SchedulerError,
+    SubmitterPodSpec,
     copy_label,
     set_annotation,
     set_scheduler_name,
 )
-from controllers.raycluster.quantity import QuantityError, parse_with_format
-from controllers.rayjob.builders import DEFAULT_SUBMITTER_RESOURCES, submitter_job
+from controllers.common.quantity import QuantityError, parse_with_format
 from kuberay_py.client import AlreadyExists, Client, NotFound, Resource
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
@@ -76,15 +76,13 @@ def pod_group_size(cluster_spec: dict[str, Any]) -> tuple[int, R.ResourceSum]:
     return R.desired_replicas(cluster_spec) + 1, R.desired_resources(cluster_spec)
 
 
-def _submitter_resources(job: Obj) -> R.ResourceSum:
+def _submitter_resources(job: Obj, submitter_pod_spec: SubmitterPodSpec) -> R.ResourceSum:
     spec = job.get("spec") or {}
     mode = spec.get("submissionMode") or "K8sJobMode"
     if mode == "K8sJobMode":
-        cluster = {"spec": spec.get("rayClusterSpec") or {}}
-        template = submitter_job(job, cluster, "", "")["spec"]["template"]
-        return R.pod_resources(template.get("spec") or {})
+        return R.pod_resources(submitter_pod_spec(job))
     if mode == "SidecarMode":
-        return R.container_resources({"resources": copy.deepcopy(DEFAULT_SUBMITTER_RESOURCES)})
+        return R.container_resources({"resources": copy.deepcopy(C.DEFAULT_SUBMITTER_RESOURCES)})
     return {}
 
 
@@ -141,6 +139,9 @@ class Volcano(Scheduler):
     name = "volcano"
     owns = PODGROUPS
 
+    def __init__(self, submitter_pod_spec: SubmitterPodSpec) -> None:
+        self._submitter_pod_spec = submitter_pod_spec
+
     async def submit_cluster(self, client: Client, cluster: Obj) -> None:
         if _from_rayjob(cluster):
             return  # the RayJob's PodGroup covers it
@@ -156,7 +157,13 @@ class Volcano(Scheduler):
                 "referencing an existing RayCluster"
             )
         members, res = pod_group_size(spec["rayClusterSpec"])
-        await self._sync(client, job, "RayJob", members, R.sum_resources(res, _submitter_resources(job)))
+        await self._sync(
+            client,
+            job,
+            "RayJob",
+            members,
+            R.sum_resources(res, _submitter_resources(job, self._submitter_pod_spec)),
+        )
 
     def add_metadata(self, parent: Obj, parent_kind: str, child: Obj, group: str) -> None:
         copy_label(parent, child, QUEUE_LABEL)

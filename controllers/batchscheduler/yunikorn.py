@@ -14,8 +14,13 @@ import json
 from typing import Any
 
 from controllers.batchscheduler import resources as R
-from controllers.batchscheduler.base import Scheduler, copy_label, set_annotation, set_scheduler_name
-from controllers.rayjob.builders import submitter_job
+from controllers.batchscheduler.base import (
+    Scheduler,
+    SubmitterPodSpec,
+    copy_label,
+    set_annotation,
+    set_scheduler_name,
+)
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
 
@@ -58,7 +63,7 @@ def _spec_of(group: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def task_groups(parent: Obj, parent_kind: str) -> list[dict[str, Any]]:
+def task_groups(parent: Obj, parent_kind: str, submitter_pod_spec: SubmitterPodSpec) -> list[dict[str, Any]]:
     spec = parent.get("spec") or {}
     cluster_spec = (spec.get("rayClusterSpec") or {}) if parent_kind == "RayJob" else spec
     groups = [_group("headgroup", 1, _spec_of(cluster_spec.get("headGroupSpec") or {}))]
@@ -66,14 +71,16 @@ def task_groups(parent: Obj, parent_kind: str) -> list[dict[str, Any]]:
         members = int(worker.get("minReplicas") or 0) * int(worker.get("numOfHosts") or 1)
         groups.append(_group(str(worker.get("groupName", "")), members, _spec_of(worker)))
     if parent_kind == "RayJob":
-        template = submitter_job(parent, {"spec": cluster_spec}, "", "")["spec"]["template"]
-        groups.append(_group("submittergroup", 1, template.get("spec") or {}))
+        groups.append(_group("submittergroup", 1, submitter_pod_spec(parent)))
     return groups
 
 
 class YuniKorn(Scheduler):
     plugin = "yunikorn"
     name = "yunikorn"
+
+    def __init__(self, submitter_pod_spec: SubmitterPodSpec) -> None:
+        self._submitter_pod_spec = submitter_pod_spec
 
     def add_metadata(self, parent: Obj, parent_kind: str, child: Obj, group: str) -> None:
         copy_label(parent, child, APP_ID_LABEL, POD_APP_ID_LABEL)
@@ -84,7 +91,9 @@ class YuniKorn(Scheduler):
             return
         value = str((meta.get("annotations") or {}).get(TASK_GROUPS_ANNOTATION) or "")
         if not value:
-            value = json.dumps(task_groups(parent, parent_kind), separators=(",", ":"))
+            value = json.dumps(
+                task_groups(parent, parent_kind, self._submitter_pod_spec), separators=(",", ":")
+            )
         set_annotation(child, TASK_GROUPS_ANNOTATION, value)
         if group:
             set_annotation(child, TASK_GROUP_NAME_ANNOTATION, group)

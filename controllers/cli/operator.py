@@ -25,6 +25,7 @@ from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.raycronjob.options import RayCronJobOptions
 from controllers.raycronjob.setup import setup as setup_raycronjob
 from controllers.raycronjob.ticks import MissedTicks
+from controllers.rayjob.builders import submitter_pod_spec as rayjob_submitter_pod_spec
 from controllers.rayjob.metrics import register_job_metrics
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.setup import setup as setup_rayjob
@@ -68,6 +69,7 @@ def build_manager(
     scheduler = batch_scheduler_from_options(
         bool(getattr(flags, "enable_batch_scheduler", False)),
         str(getattr(flags, "batch_scheduler", "") or ""),
+        submitter_pod_spec=rayjob_submitter_pod_spec,
         kubernetes_was=flags.feature_gates.get("KubernetesWAS", False),
     )
     setup_raycluster(

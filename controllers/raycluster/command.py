@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from controllers import constants as C
-from controllers.raycluster.quantity import QuantityError, parse_quantity, value_ceil
+from controllers.common.quantity import QuantityError, parse_quantity, value_ceil
 from controllers.spechash.gojson import go_string
 from kuberay_py.log import get_logger
 

@@ -16,7 +16,7 @@ import asyncio
 from typing import Any
 
 from controllers import constants as C
-from controllers.raycluster import common
+from controllers.common import cluster as common
 from controllers.raycluster.services import service_ports
 from kuberay_py.client import Client, Resource
 from kuberay_py.log import get_logger

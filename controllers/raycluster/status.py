@@ -25,7 +25,7 @@ from controllers.common.conditions import (
     set_condition,
 )
 from controllers.common.pods import is_running_and_ready
-from controllers.raycluster.quantity import Format, QuantityError, format_quantity, parse_with_format
+from controllers.common.quantity import Format, QuantityError, format_quantity, parse_with_format
 
 __all__ = ["SIGNIFICANT_FIELDS", "compute_status", "status_differs"]
 

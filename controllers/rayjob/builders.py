@@ -42,10 +42,7 @@ SUBMISSION_MODE_LABEL = "ray.io/job-submission-mode"
 DISABLE_HEAD_RESTART_ANNOTATION = "ray.io/disable-provisioned-head-restart"
 SUBMITTER_CONTAINER = "ray-job-submitter"
 _YAML: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-DEFAULT_SUBMITTER_RESOURCES = {
-    "limits": {"cpu": "1", "memory": "1Gi"},
-    "requests": {"cpu": "500m", "memory": "200Mi"},
-}
+DEFAULT_SUBMITTER_RESOURCES = C.DEFAULT_SUBMITTER_RESOURCES
 
 
 def _spec(job: Obj) -> dict[str, Any]:
@@ -255,6 +252,16 @@ def submitter_job(job: Obj, cluster: Obj, address: str, job_id: str) -> Obj:
         },
         "spec": {"backoffLimit": 2 if backoff is None else int(backoff), "template": template},
     }
+
+
+def submitter_pod_spec(job: Obj) -> dict[str, Any]:
+    """The Pod spec of a RayJob's K8sJobMode submitter, built from the RayJob alone (no cluster
+    address or job id yet): what a gang scheduler reserves for the submitter. The operator's
+    wiring hands this function to the batch schedulers, which do not import the RayJob package.
+    """
+    cluster = {"spec": _spec(job).get("rayClusterSpec") or {}}
+    spec: dict[str, Any] = submitter_job(job, cluster, "", "")["spec"]["template"].get("spec") or {}
+    return spec
 
 
 def job_head_service_name(job: Obj) -> str:

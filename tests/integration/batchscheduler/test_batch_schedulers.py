@@ -26,6 +26,7 @@ from controllers.batchscheduler import scheduler_plugins as sp
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
+from controllers.rayjob.builders import submitter_pod_spec
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.setup import setup as setup_rayjob
 from kuberay_py.client import Client, NotFound
@@ -140,7 +141,9 @@ async def start(env: Environment) -> AsyncIterator[Any]:
 
     async def go(name: str) -> str:
         ns = await env.create_namespace(generate_name="sched-")
-        running.append((Operator(env, ns, from_options(False, name)), ns))
+        running.append(
+            (Operator(env, ns, from_options(False, name, submitter_pod_spec=submitter_pod_spec)), ns)
+        )
         return ns
 
     try:
@@ -373,16 +376,16 @@ async def test_no_batch_scheduler_writes_nothing_of_theirs(client: Client, start
 
 @pytest.mark.parametrize("name", ["volcano", "yunikorn", "kai-scheduler", "scheduler-plugins"])
 def test_from_options_names(name: str) -> None:
-    scheduler = from_options(False, name)
+    scheduler = from_options(False, name, submitter_pod_spec=submitter_pod_spec)
     assert scheduler is not None and scheduler.plugin == name
 
 
 def test_from_options_legacy_flag_and_unknown_name() -> None:
-    assert from_options(False, "") is None
-    legacy = from_options(True, "")
+    assert from_options(False, "", submitter_pod_spec=submitter_pod_spec) is None
+    legacy = from_options(True, "", submitter_pod_spec=submitter_pod_spec)
     assert legacy is not None and legacy.plugin == "volcano"
     with pytest.raises(ValueError, match="the scheduler is not supported, name=slurm"):
-        from_options(False, "slurm")
+        from_options(False, "slurm", submitter_pod_spec=submitter_pod_spec)
 
 
 async def test_volcano_rayjob_suspend_shrinks_its_podgroup(client: Client, start: Any) -> None:

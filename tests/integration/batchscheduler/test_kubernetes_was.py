@@ -24,6 +24,7 @@ from controllers.batchscheduler import kubernetes_was as was
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
+from controllers.rayjob.builders import submitter_pod_spec
 from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import PODS
 from kuberay_py.envtest import Environment, uses_real_apiserver
@@ -63,7 +64,7 @@ async def setup(env: Environment) -> AsyncIterator[tuple[Client, str]]:
             graceful_shutdown_timeout=5.0,
         ),
     )
-    scheduler = from_options(False, "", kubernetes_was=True)
+    scheduler = from_options(False, "", submitter_pod_spec=submitter_pod_spec, kubernetes_was=True)
     setup_raycluster(
         manager,
         max_concurrent_reconciles=2,
@@ -189,7 +190,7 @@ async def test_removing_the_gang_label_deletes_both(setup: tuple[Client, str]) -
 
 def test_gate_cannot_be_combined_with_a_batch_scheduler() -> None:
     with pytest.raises(UnknownScheduler, match="KubernetesWAS feature gate cannot be combined"):
-        from_options(False, "volcano", kubernetes_was=True)
+        from_options(False, "volcano", submitter_pod_spec=submitter_pod_spec, kubernetes_was=True)
     with pytest.raises(UnknownScheduler):
-        from_options(True, "", kubernetes_was=True)
-    assert from_options(False, "", kubernetes_was=False) is None
+        from_options(True, "", submitter_pod_spec=submitter_pod_spec, kubernetes_was=True)
+    assert from_options(False, "", submitter_pod_spec=submitter_pod_spec, kubernetes_was=False) is None

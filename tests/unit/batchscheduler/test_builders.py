@@ -10,6 +10,7 @@ import pytest
 from controllers.batchscheduler import resources as R
 from controllers.batchscheduler import volcano, yunikorn
 from controllers.batchscheduler.base import SchedulerError
+from controllers.rayjob.builders import submitter_pod_spec
 from tests.integration.batchscheduler.test_batch_schedulers import cluster_spec
 
 
@@ -59,7 +60,7 @@ def test_yunikorn_rayjob_task_groups_add_the_submitter() -> None:
         "metadata": {"name": "job", "namespace": "default", "uid": "u2"},
         "spec": {"entrypoint": "python x.py", "rayClusterSpec": cluster_spec(gpu=False)},
     }
-    groups = yunikorn.task_groups(job, "RayJob")
+    groups = yunikorn.task_groups(job, "RayJob", submitter_pod_spec)
     assert [(g["name"], g["minMember"]) for g in groups] == [
         ("headgroup", 1),
         ("workers", 1),
@@ -71,7 +72,7 @@ def test_yunikorn_rayjob_task_groups_add_the_submitter() -> None:
 def test_yunikorn_without_gang_label_copies_labels_only() -> None:
     parent = _cluster({yunikorn.APP_ID_LABEL: "app", yunikorn.QUEUE_LABEL: "root.q"})
     pod: dict[str, Any] = {"kind": "Pod", "metadata": {"labels": {}}, "spec": {}}
-    yunikorn.YuniKorn().add_metadata(parent, "RayCluster", pod, "workers")
+    yunikorn.YuniKorn(submitter_pod_spec).add_metadata(parent, "RayCluster", pod, "workers")
     assert pod["metadata"]["labels"] == {"applicationId": "app", "queue": "root.q"}
     assert "annotations" not in pod["metadata"]
     assert pod["spec"]["schedulerName"] == "yunikorn"

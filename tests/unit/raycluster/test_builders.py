@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from controllers.common.quantity import Format, format_quantity, parse_quantity
 from controllers.raycluster.command import container_command, generate_ray_start_command, render_flags
 from controllers.raycluster.ingress import build_ingress
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import build_head_pod, build_worker_pod
-from controllers.raycluster.quantity import Format, format_quantity, parse_quantity
 from controllers.raycluster.redis_cleanup import build_redis_cleanup_job
 from controllers.raycluster.services import (
     build_head_service,
