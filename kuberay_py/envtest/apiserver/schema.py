@@ -5,8 +5,10 @@ rather than deep inside the operator. The order and error wording follow
 ``apiextensions-apiserver``: unknown fields are pruned (unless
 ``x-kubernetes-preserve-unknown-fields``), defaults are applied, then the OpenAPI rules are
 checked and reported as field errors (``spec.x: Invalid value: "integer": spec.x in body must be
-of type string: "integer"``). ``x-kubernetes-list-type: set|map`` uniqueness is checked; CEL rules
-(``x-kubernetes-validations``) are not evaluated (see docs/envtest.md).
+of type string: "integer"``). ``x-kubernetes-list-type: set|map`` uniqueness is checked. CEL rules
+(``x-kubernetes-validations``) in the subset :mod:`.cel` understands are evaluated, transition
+rules (``oldSelf``) on update only, against the old value at the same path (not inside lists);
+other rules are skipped (see docs/envtest.md).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from .cel import ABSENT, Rule, Unsupported, compile_rule
 from .errors import Cause, field_cause
 from .meta import clone
 
@@ -67,6 +70,7 @@ class Schema:
     def __init__(self, raw: dict[str, Any]) -> None:
         self.raw = raw
         self._patterns: dict[str, re.Pattern[str]] = {}
+        self._rules: dict[str, Rule | None] = {}
 
     # -- public -----------------------------------------------------------------------------------
 
@@ -86,7 +90,7 @@ class Schema:
             if key not in obj and "default" in sub:
                 obj[key] = clone(sub["default"])
             if key in obj:
-                obj[key] = self._walk(sub, obj[key], key, causes)
+                obj[key] = self._walk(sub, obj[key], key, causes, _child(old, key))
                 if obj[key] is _DROP:
                     del obj[key]
         for req in self.raw.get("required") or []:
@@ -99,7 +103,7 @@ class Schema:
 
     # -- recursion --------------------------------------------------------------------------------
 
-    def _walk(self, s: dict[str, Any], v: Any, path: str, causes: list[Cause]) -> Any:
+    def _walk(self, s: dict[str, Any], v: Any, path: str, causes: list[Cause], old: Any = ABSENT) -> Any:
         if v is None:
             if s.get("nullable"):
                 return None
@@ -113,13 +117,14 @@ class Schema:
                 causes.append(self._type_error(path, v, "integer,string"))
                 return v
             self._check_scalar(s, v, path, causes)
+            self._check_rules(s, v, old, path, causes)
             return v
         stype = s.get("type")
         if stype and not _type_ok(stype, v):
             causes.append(self._type_error(path, v, stype))
             return v
         if isinstance(v, dict):
-            self._walk_object(s, v, path, causes)
+            self._walk_object(s, v, path, causes, old)
         elif isinstance(v, list):
             items = s.get("items")
             if isinstance(items, dict):
@@ -138,9 +143,35 @@ class Schema:
                     f"Unsupported value: {_go_value(v)}: supported values: {supported}",
                 )
             )
+        self._check_rules(s, v, old, path, causes)
         return v
 
-    def _walk_object(self, s: dict[str, Any], v: dict[str, Any], path: str, causes: list[Cause]) -> None:
+    def _rule(self, text: str) -> Rule | None:
+        if text not in self._rules:
+            try:
+                self._rules[text] = compile_rule(text)
+            except Unsupported:
+                self._rules[text] = None
+        return self._rules[text]
+
+    def _check_rules(self, s: dict[str, Any], v: Any, old: Any, path: str, causes: list[Cause]) -> None:
+        """``x-kubernetes-validations``: kube reports a failed rule as ``Invalid value: "<type>"``."""
+        for item in s.get("x-kubernetes-validations") or []:
+            rule = self._rule(str(item.get("rule") or ""))
+            if rule is None or (rule.transition and old is ABSENT):
+                continue
+            try:
+                ok = rule.evaluate(v, old)
+            except Unsupported:
+                continue
+            if not ok:
+                message = item.get("message") or f"failed rule: {rule.text}"
+                stype = s.get("type") or _json_type(v)
+                causes.append(field_cause("FieldValueInvalid", path, f'Invalid value: "{stype}": {message}'))
+
+    def _walk_object(
+        self, s: dict[str, Any], v: dict[str, Any], path: str, causes: list[Cause], old: Any = ABSENT
+    ) -> None:
         props: dict[str, Any] = s.get("properties") or {}
         addl = s.get("additionalProperties")
         preserve = bool(s.get("x-kubernetes-preserve-unknown-fields"))
@@ -151,7 +182,7 @@ class Schema:
             if embedded and key in _ROOT_KEEP:
                 continue
             if isinstance(addl, dict):
-                out = self._walk(addl, v[key], f"{path}.{key}", causes)
+                out = self._walk(addl, v[key], f"{path}.{key}", causes, _child(old, key))
                 if out is _DROP:
                     del v[key]
                 else:
@@ -163,7 +194,7 @@ class Schema:
             if key not in v and "default" in sub:
                 v[key] = clone(sub["default"])
             if key in v:
-                out = self._walk(sub, v[key], f"{path}.{key}", causes)
+                out = self._walk(sub, v[key], f"{path}.{key}", causes, _child(old, key))
                 if out is _DROP:
                     del v[key]
                 else:
@@ -279,6 +310,13 @@ class Schema:
             path,
             f'Invalid value: "{actual}": {path} in body must be of type {expected}: "{actual}"',
         )
+
+
+def _child(old: Any, key: str) -> Any:
+    """The old object's value at ``key`` (ABSENT on create or when it was not set)."""
+    if isinstance(old, dict) and key in old:
+        return old[key]
+    return ABSENT
 
 
 class _Drop:
