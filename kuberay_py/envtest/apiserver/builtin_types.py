@@ -70,6 +70,9 @@ BUILTIN_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "ConfigMap", "configmaps", short_names=("cm",)),
     ResourceType("", "v1", "Secret", "secrets", field_labels=("type",)),
     ResourceType("", "v1", "ServiceAccount", "serviceaccounts", short_names=("sa",)),
+    ResourceType(
+        "", "v1", "ResourceQuota", "resourcequotas", short_names=("quota",), status_subresource=True
+    ),
     ResourceType("", "v1", "Event", "events", short_names=("ev",), field_labels=_EVENT_FIELDS),
     ResourceType(
         "",

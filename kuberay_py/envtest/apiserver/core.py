@@ -18,6 +18,7 @@ from .errors import Cause, StatusError
 from .managedfields import track_update
 from .meta import Obj, clone, format_time, new_uid, random_suffix, spec_changed
 from .patch import apply_json_patch, apply_merge_patch, apply_strategic_merge_patch
+from .quota import admit_pod
 from .registry import Registry, ResourceType
 from .store import Storage
 from .validation import forbidden, invalid, validate_metadata
@@ -198,6 +199,8 @@ class ApiCore:
             raise StatusError.invalid(rt.group, rt.kind, name, causes)
         if self.storage.get(rt.key, meta.get("namespace") or "", name) is not None:
             raise StatusError.already_exists(rt.group, rt.plural, name)
+        if rt.key == ("", "pods"):
+            admit_pod(self.storage, obj)  # ResourceQuota: validating admission, after validation
         if dry_run:
             return obj
         self.storage.put(rt.key, obj, None)

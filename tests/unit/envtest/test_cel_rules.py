@@ -19,7 +19,11 @@ MANAGED_BY = {
 }
 STRATEGY = {
     "type": "object",
-    "properties": {"onSuccess": {"type": "object"}, "onFailure": {"type": "object"}, "rules": {"type": "array"}},
+    "properties": {
+        "onSuccess": {"type": "object"},
+        "onFailure": {"type": "object"},
+        "rules": {"type": "array"},
+    },
     "x-kubernetes-validations": [
         {"rule": "!((has(self.onSuccess) || has(self.onFailure)) && has(self.rules))"},
     ],
