@@ -27,6 +27,7 @@ from controllers.raysim import RayPodRuntime, Timings
 from controllers.raysim.jobs import JobTable
 from kuberay_py.client import Client, ClientConfig, NotFound
 from kuberay_py.client.resources import SERVICES
+from kuberay_py.clock import Clock
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager, ManagerOptions
 from tests.polling import eventually
@@ -56,7 +57,11 @@ class JobOperator:
             self.task.cancel()
 
 
-def start_job_operator(config: ClientConfig, options: RayJobOptions = OPTIONS) -> JobOperator:
+def start_job_operator(
+    config: ClientConfig, options: RayJobOptions = OPTIONS, clock: Clock | None = None
+) -> JobOperator:
+    """The RayCluster and RayJob controllers on this loop; ``clock`` (e.g. a FakeClock) is the
+    RayJob controller's alone, so deadlines and TTLs can be stepped while Pods run in real time."""
     mgr = Manager(
         config,
         ManagerOptions(
@@ -68,7 +73,7 @@ def start_job_operator(config: ClientConfig, options: RayJobOptions = OPTIONS) -
         ),
     )
     setup_raycluster(mgr, max_concurrent_reconciles=4)
-    reconciler = setup_rayjob(mgr, dashboard_factory=DashboardClientFactory(), options=options)
+    reconciler = setup_rayjob(mgr, dashboard_factory=DashboardClientFactory(), options=options, clock=clock)
     return JobOperator(mgr, reconciler, asyncio.create_task(mgr.run(install_signal_handlers=False)))
 
 
@@ -145,7 +150,9 @@ class JobScenario:
         return sorted(i["metadata"]["name"] for i in items)
 
 
-async def job_environment() -> AsyncIterator[tuple[Environment, RayPodRuntime, JobOperator]]:
+async def job_environment(
+    clock: Clock | None = None,
+) -> AsyncIterator[tuple[Environment, RayPodRuntime, JobOperator]]:
     runtime = RayPodRuntime(timings=TIMINGS)
     async with Environment(
         [str(CRD_DIR)], simulate=True, pod_runtime=runtime, probe_period_scale=PROBE_SCALE
@@ -160,7 +167,7 @@ async def job_environment() -> AsyncIterator[tuple[Environment, RayPodRuntime, J
             return dict((svc.get("spec") or {}).get("selector") or {})
 
         runtime.service_selector = selector
-        op = start_job_operator(env.client_config)
+        op = start_job_operator(env.client_config, clock=clock)
         try:
             yield env, runtime, op
         finally:

@@ -1,0 +1,550 @@
+"""Mirrors of KubeRay v1.7.0 ``test/e2erayjob``: TestRayJob's subtests, TestRayJobSuspend,
+TestRayJobWithClusterSelector and TestRayJobRetry (see conftest.py for what differs and why)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from typing import Any
+
+import pytest
+
+from controllers.constants import RAYCLUSTERS, RAYJOBS
+from kuberay_py.client import ApiError, NotFound
+from kuberay_py.client.resources import JOBS, PODS, SERVICES
+from kuberay_py.clock import format_rfc3339
+
+from .conftest import (
+    COUNTER_RUNTIME_ENV,
+    E2E,
+    SCRIPTS,
+    e2e_rayjob,
+    eventually,
+    state_is,
+    submitter_template,
+)
+
+TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
+
+
+def counter_job(name: str, **spec: Any) -> dict[str, Any]:
+    return e2e_rayjob(
+        name,
+        SCRIPTS["counter"],
+        runtimeEnvYAML=COUNTER_RUNTIME_ENV,
+        submitterPodTemplate=submitter_template(),
+        **spec,
+    )
+
+
+async def until_terminal(sc: E2E, name: str) -> dict[str, Any]:
+    async def terminal() -> dict[str, Any] | None:
+        job = await sc.get(name)
+        return job if (job.get("status") or {}).get("jobStatus") in TERMINAL else None
+
+    return dict(await eventually(terminal, f"{name} Ray job terminal", 60))
+
+
+async def no_jobs(sc: E2E) -> bool:
+    return not await sc.jobs()
+
+
+# --- TestRayJob ----------------------------------------------------------------------------------
+
+
+async def test_ray_job__successful_ray_job(e2e: E2E) -> None:
+    """rayjob_test.go:TestRayJob/"Successful RayJob"."""
+    sc = e2e
+    await sc.create(counter_job("counter", shutdownAfterJobFinishes=True))
+    await eventually(lambda: sc.client.get(SERVICES, "counter-head-svc", sc.namespace), "head service")
+    done = await until_terminal(sc, "counter")
+    assert done["status"]["jobStatus"] == "SUCCEEDED"
+    done = await sc.until("counter", {"jobDeploymentStatus": "Complete"})
+    info = done["status"]["rayJobInfo"]
+    assert info["startTime"] and info["endTime"]
+    await sc.gone(RAYCLUSTERS, done["status"]["rayClusterName"])
+    assert await sc.jobs(), "the submitter Job is kept"
+    # suspend on a finished RayJob changes nothing
+    await sc.patch_spec("counter", {"suspend": True})
+    await sc.barrier("counter")
+    assert (await sc.get("counter"))["status"]["jobDeploymentStatus"] == "Complete"
+    await sc.client.delete(RAYJOBS, "counter", sc.namespace)
+
+
+async def test_ray_job__failing_ray_job_without_cluster_shutdown_after_finished(e2e: E2E) -> None:
+    """rayjob_test.go:TestRayJob/"Failing RayJob without cluster shutdown after finished"."""
+    sc = e2e
+    await sc.create(
+        e2e_rayjob(
+            "fail", SCRIPTS["fail"], shutdownAfterJobFinishes=False, submitterPodTemplate=submitter_template()
+        )
+    )
+    done = await until_terminal(sc, "fail")
+    assert done["status"]["jobStatus"] == "FAILED"
+    failed = await sc.until("fail", {"jobDeploymentStatus": "Failed"})
+    assert failed["status"]["reason"] == "AppFailed"
+    cluster = failed["status"]["rayClusterName"]
+    await sc.client.delete(RAYJOBS, "fail", sc.namespace)
+    await sc.gone(RAYCLUSTERS, cluster)
+    await eventually(lambda: no_jobs(sc), "the submitter Job cascade-deleted")
+
+
+def _failing_submitter(name: str, **spec: Any) -> dict[str, Any]:
+    doc = e2e_rayjob(
+        name,
+        "The command will be overridden by the submitter Job",
+        shutdownAfterJobFinishes=True,
+        submitterPodTemplate=submitter_template(),
+        **spec,
+    )
+    container = doc["spec"]["submitterPodTemplate"]["spec"]["containers"][0]
+    container["command"] = ["ray", "job", "submit", "--address", "http://do-not-exist:8265", "--", "echo 123"]
+    return doc
+
+
+async def test_ray_job__failing_submitter_k8s_job(e2e: E2E) -> None:
+    """rayjob_test.go:TestRayJob/"Failing submitter K8s Job": the submitter cannot reach any
+    dashboard, its Job hits its backoff limit, the RayJob fails with SubmissionFailed."""
+    sc = e2e
+    await sc.create(_failing_submitter("fail-k8s-job"))
+    failed = await sc.until("fail-k8s-job", {"jobDeploymentStatus": "Failed"}, timeout=90)
+    assert failed["status"].get("jobStatus", "") == ""
+    assert failed["status"]["reason"] == "SubmissionFailed"
+    await sc.gone(RAYCLUSTERS, failed["status"]["rayClusterName"])
+    assert await sc.jobs(), "the submitter Job is not deleted yet"
+    await sc.client.delete(RAYJOBS, "fail-k8s-job", sc.namespace)
+
+
+async def test_ray_job__should_transition_to_complete_if_the_ray_job_has_stopped(e2e: E2E) -> None:
+    """rayjob_test.go:TestRayJob/"Should transition to 'Complete' if the Ray job has stopped.":
+    stop.py stops its own job through the dashboard once it runs; here the test does the stop."""
+    sc = e2e
+    await sc.create(e2e_rayjob("stop", SCRIPTS["stop"], submitterPodTemplate=submitter_template()))
+    running = await sc.until("stop", {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"})
+    table = sc.jobs_of(running["status"]["rayClusterName"])
+    assert table.stop(running["status"]["jobId"])
+    done = await sc.until("stop", {"jobDeploymentStatus": "Complete"})
+    assert done["status"]["jobStatus"] == "STOPPED"
+    await sc.client.delete(RAYJOBS, "stop", sc.namespace)
+
+
+async def test_ray_job__runtime_env_yaml_is_not_a_valid_yaml_string(e2e: E2E) -> None:
+    """rayjob_test.go:TestRayJob/"RuntimeEnvYAML is not a valid YAML string"."""
+    sc = e2e
+    await sc.create(e2e_rayjob("invalid-yamlstr", SCRIPTS["counter"], runtimeEnvYAML="invalid_yaml_string"))
+    await sc.until("invalid-yamlstr", {"jobDeploymentStatus": "ValidationFailed"})
+
+
+async def test_ray_job__ray_job_name_too_long_with_48_characters(e2e: E2E) -> None:
+    """rayjob_test.go:TestRayJob/"RayJob name too long with 48 characters"."""
+    sc = e2e
+    await sc.create(e2e_rayjob("a" * 48, SCRIPTS["counter"]))
+    await sc.until("a" * 48, {"jobDeploymentStatus": "ValidationFailed"})
+
+
+async def test_ray_job__ray_job_has_passed_active_deadline_seconds(e2e: E2E) -> None:
+    """rayjob_test.go:TestRayJob/"RayJob has passed ActiveDeadlineSeconds" (5 s, on the clock)."""
+    sc = e2e
+    await sc.create(
+        e2e_rayjob(
+            "long-running",
+            SCRIPTS["long_running"],
+            shutdownAfterJobFinishes=True,
+            ttlSecondsAfterFinished=600,
+            activeDeadlineSeconds=5,
+            submitterPodTemplate=submitter_template(),
+        )
+    )
+    await sc.until("long-running", {"jobStatus": "RUNNING"})
+    await sc.advance(4, "long-running")
+    assert (await sc.get("long-running"))["status"]["jobDeploymentStatus"] == "Running"
+    await sc.advance(2, "long-running")
+    failed = await sc.until("long-running", {"jobDeploymentStatus": "Failed"})
+    assert failed["status"]["reason"] == "DeadlineExceeded"
+
+
+async def test_ray_job__ray_job_controller_recreates_the_head_pod_if_it_is_deleted_while_the_job_is_running(
+    e2e: E2E,
+) -> None:
+    """rayjob_test.go:TestRayJob/"RayJob controller recreates the head Pod if it is deleted while
+    the job is running" (``time.sleep(60)`` is ``sleep 60`` for the fake head)."""
+    sc = e2e
+    await sc.create(
+        e2e_rayjob(
+            "delete-head-after-submit",
+            "sleep 60",
+            submitterConfig={"backoffLimit": 0},
+            shutdownAfterJobFinishes=True,
+        )
+    )
+    running = await sc.until("delete-head-after-submit", {"jobStatus": "RUNNING"})
+    name = running["status"]["rayClusterName"]
+    cluster = await sc.cluster(name)
+    assert cluster["metadata"]["labels"]["ray.io/job-submission-mode"] == "K8sJobMode"
+    assert (cluster["metadata"].get("annotations") or {}).get(
+        "ray.io/disable-provisioned-head-restart", ""
+    ) == ""
+    listed = await sc.client.list(
+        PODS, sc.namespace, label_selector=f"ray.io/cluster={name},ray.io/node-type=head"
+    )
+    (head,) = listed["items"]
+    # Watched, not polled: the failed job's shutdown may delete the new head moments later.
+    watch = sc.client.watch(
+        PODS,
+        sc.namespace,
+        resource_version=listed["metadata"]["resourceVersion"],
+        label_selector=f"ray.io/cluster={name},ray.io/node-type=head",
+    )
+    await sc.client.delete(PODS, head["metadata"]["name"], sc.namespace)
+
+    async def new_head() -> str:
+        async with contextlib.aclosing(watch) as events:
+            async for event in events:
+                pod_name = event["object"]["metadata"]["name"]
+                if event["type"] == "ADDED" and pod_name != head["metadata"]["name"]:
+                    return str(pod_name)
+        return ""
+
+    assert await asyncio.wait_for(new_head(), 60)
+    failed = await sc.until("delete-head-after-submit", {"jobDeploymentStatus": "Failed"}, timeout=90)
+    assert failed["status"]["reason"] in (
+        "AppFailed",
+        "JobDeploymentStatusTransitionGracePeriodExceeded",
+        "SubmissionFailed",
+    )
+    await sc.client.delete(RAYJOBS, "delete-head-after-submit", sc.namespace)
+
+
+async def test_ray_job__ray_job_should_be_created_but_not_updated_when_managed_externally(e2e: E2E) -> None:
+    """rayjob_test.go:TestRayJob/"RayJob should be created, but not updated when managed externally"."""
+    sc = e2e
+    doc = counter_job(
+        "managed-externally", shutdownAfterJobFinishes=True, managedBy="kueue.x-k8s.io/multikueue"
+    )
+    await sc.create(doc)
+    with pytest.raises(ApiError):  # managedBy is immutable
+        await sc.patch_spec("managed-externally", {"managedBy": "ray.io/kuberay-operator"})
+    job = await sc.get("managed-externally")
+    assert job["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    await sc.barrier("managed-externally")
+    job = await sc.get("managed-externally")
+    assert (job.get("status") or {}).get("jobDeploymentStatus", "") == ""
+    assert not [n for n in await sc.clusters() if n.endswith("managed-externally")]
+    assert await no_jobs(sc)
+    await sc.client.delete(RAYJOBS, "managed-externally", sc.namespace)
+
+
+async def test_ray_job__ray_job_has_exceed_submitter_finished_timeout(e2e: E2E) -> None:
+    """rayjob_test.go:TestRayJob/"RayJob has exceed SubmitterFinishedTimeout": the test marks the
+    submitter Job Complete while Ray's job still runs; 30 s later (on the clock) the RayJob fails."""
+    sc = e2e
+    name = "submitter-timeout"
+    await sc.create(
+        e2e_rayjob(
+            name,
+            SCRIPTS["long_running"],
+            shutdownAfterJobFinishes=True,
+            submitterPodTemplate=submitter_template(),
+        )
+    )
+    await sc.until(name, {"jobDeploymentStatus": "Running"})
+    await sc.until(name, {"jobStatus": "RUNNING"})
+    assert await sc.jobs()
+    job = await sc.client.get(JOBS, name, sc.namespace)
+    now = format_rfc3339(sc.clock.utcnow())
+    status = job.setdefault("status", {})
+    status["active"] = 0
+    status.pop("ready", None)
+    status["conditions"] = [
+        *(status.get("conditions") or []),
+        {
+            "type": "SuccessCriteriaMet",
+            "status": "True",
+            "lastProbeTime": now,
+            "lastTransitionTime": now,
+            "reason": "SuccessCriteriaMet",
+            "message": "Job success criteria met for timeout test",
+        },
+        {
+            "type": "Complete",
+            "status": "True",
+            "lastProbeTime": now,
+            "lastTransitionTime": now,
+            "reason": "Completed",
+            "message": "Job completed successfully for timeout test",
+        },
+    ]
+    status["completionTime"] = now
+    status["succeeded"] = 1
+    await sc.client.update_status(JOBS, job)
+    await sc.advance(28, name)
+    assert (await sc.get(name))["status"]["jobDeploymentStatus"] == "Running"
+    await sc.advance(3, name)
+    failed = await sc.until(name, {"jobDeploymentStatus": "Failed"})
+    assert failed["status"]["reason"] == "JobDeploymentStatusTransitionGracePeriodExceeded"
+    assert re.match(
+        r"The RayJob submitter finished at .* but the ray job did not reach terminal state within .*",
+        failed["status"]["message"],
+    )
+
+
+async def test_ray_job__ray_cluster_status_update_propagates_to_ray_job(e2e: E2E) -> None:
+    """rayjob_test.go:TestRayJob/"RayCluster status update propagates to RayJob"."""
+    sc = e2e
+    name = "cluster-status-update"
+    await sc.create(
+        e2e_rayjob(
+            name,
+            SCRIPTS["long_running"],
+            shutdownAfterJobFinishes=False,
+            submitterPodTemplate=submitter_template(),
+        )
+    )
+    running = await sc.until(name, {"jobStatus": "RUNNING"})
+    cluster = await sc.cluster(running["status"]["rayClusterName"])
+    original = cluster["status"]["maxWorkerReplicas"]
+
+    async def mirrored(value: int) -> bool:
+        job = await sc.get(name)
+        return bool(job["status"]["rayClusterStatus"].get("maxWorkerReplicas") == value)
+
+    await eventually(lambda: mirrored(original), "the RayJob mirrors maxWorkerReplicas")
+    cluster["status"]["maxWorkerReplicas"] = original + 2
+    await sc.client.update_status(RAYCLUSTERS, cluster)
+    await eventually(lambda: mirrored(original + 2), "the RayJob sees the new maxWorkerReplicas")
+    await sc.client.delete(RAYJOBS, name, sc.namespace)
+
+
+def _verify_auth_env(container: dict[str, Any], cluster: str) -> None:
+    env = {e["name"]: e for e in container.get("env") or []}
+    assert env["RAY_AUTH_MODE"]["value"] == "token", container["name"]
+    ref = env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]
+    assert cluster in ref["name"] and ref["key"] == "auth_token", container["name"]
+
+
+async def test_ray_job__successful_ray_job_in_k8s_job_mode_with_auth_token(e2e: E2E) -> None:
+    """rayjob_test.go:TestRayJob/"Successful RayJob in K8s Job mode with auth token"."""
+    sc = e2e
+    name = "counter-auth"
+    doc = counter_job(name, submissionMode="K8sJobMode", shutdownAfterJobFinishes=True)
+    doc["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "token"}
+    await sc.create(doc)
+
+    async def cluster_named() -> str:
+        return str(((await sc.get(name)).get("status") or {}).get("rayClusterName") or "")
+
+    cluster = await eventually(cluster_named, "rayClusterName set")
+    await sc.until_cluster(cluster, state_is("ready"), "Ready")
+    (head,) = await sc.pods(cluster, "head")
+    _verify_auth_env(head["spec"]["containers"][0], cluster)
+    workers = await sc.pods(cluster, "worker")
+    assert workers
+    for pod in workers:
+        _verify_auth_env(pod["spec"]["containers"][0], cluster)
+    await eventually(lambda: sc.client.get(JOBS, name, sc.namespace), "submitter Job")
+
+    async def submitter_pods() -> list[dict[str, Any]]:
+        return list((await sc.client.list(PODS, sc.namespace, label_selector=f"job-name={name}"))["items"])
+
+    (submitter, *_) = await eventually(submitter_pods, "submitter Pod")
+    _verify_auth_env(submitter["spec"]["containers"][0], cluster)
+    done = await until_terminal(sc, name)
+    assert done["status"]["jobStatus"] == "SUCCEEDED"
+    await sc.until(name, {"jobDeploymentStatus": "Complete"})
+
+
+async def test_ray_job__ray_job_pre_running_deadline_seconds_expires_during_initializing_state(
+    e2e: E2E,
+) -> None:
+    """rayjob_test.go:TestRayJob/"RayJob PreRunningDeadlineSeconds expires during Initializing
+    state". KubeRay keeps the cluster from ever becoming Ready with an image that cannot be
+    pulled; the simulated kubelet pulls any image, so here the head asks for more CPU than any
+    node has and stays Pending (same effect: the RayJob never leaves Initializing)."""
+    sc = e2e
+    name = "ttl-initializing"
+    doc = e2e_rayjob(name, shutdownAfterJobFinishes=True, preRunningDeadlineSeconds=5)
+    head = doc["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    head["image"] = "invalid-image-does-not-exist:v1.0.0"
+    head["resources"] = {"requests": {"cpu": "1000"}, "limits": {"cpu": "1000"}}
+    await sc.create(doc)
+    await sc.until(name, {"jobDeploymentStatus": "Initializing"})
+    await sc.advance(6, name)
+    failed = await sc.until(name, {"jobDeploymentStatus": "Failed"})
+    assert failed["status"]["reason"] == "PreRunningDeadlineExceeded"
+
+
+async def test_ray_job__ray_job_pre_running_deadline_seconds_expires_during_waiting_state(e2e: E2E) -> None:
+    """rayjob_test.go:TestRayJob/"RayJob PreRunningDeadlineSeconds expires during Waiting state"."""
+    sc = e2e
+    name = "ttl-waiting"
+    await sc.create(
+        e2e_rayjob(
+            name,
+            submissionMode="InteractiveMode",
+            shutdownAfterJobFinishes=True,
+            preRunningDeadlineSeconds=60,
+        )
+    )
+    await sc.until(name, {"jobDeploymentStatus": "Waiting"})
+    await sc.advance(61, name)
+    failed = await sc.until(name, {"jobDeploymentStatus": "Failed"})
+    assert failed["status"]["reason"] == "PreRunningDeadlineExceeded"
+
+
+# --- TestRayJobSuspend ---------------------------------------------------------------------------
+
+
+async def test_ray_job_suspend__suspend_the_ray_job_when_its_status_is_running_and_then_resume_it(
+    e2e: E2E,
+) -> None:
+    """rayjob_suspend_test.go:TestRayJobSuspend/"Suspend the RayJob when its status is 'Running',
+    and then resume it."."""
+    sc = e2e
+    name = "long-running"
+    await sc.create(
+        e2e_rayjob(
+            name,
+            SCRIPTS["long_running"],
+            shutdownAfterJobFinishes=True,
+            ttlSecondsAfterFinished=600,
+            submitterPodTemplate=submitter_template(),
+        )
+    )
+    running = await sc.until(name, {"jobDeploymentStatus": "Running"})
+    await sc.patch_spec(name, {"suspend": True})
+    await sc.until(name, {"jobDeploymentStatus": "Suspended"})
+    with pytest.raises(NotFound):
+        await sc.cluster(running["status"]["rayClusterName"])
+    await eventually(lambda: no_jobs(sc), "the submitter Job deleted")
+    await sc.patch_spec(name, {"suspend": False})
+    await sc.until(name, {"jobDeploymentStatus": "Running"})
+    await sc.client.delete(RAYJOBS, name, sc.namespace)
+
+
+async def test_ray_job_suspend__create_a_suspended_ray_job_and_then_resume_it(e2e: E2E) -> None:
+    """rayjob_suspend_test.go:TestRayJobSuspend/"Create a suspended RayJob, and then resume it."."""
+    sc = e2e
+    await sc.create(counter_job("counter", suspend=True, shutdownAfterJobFinishes=True))
+    await sc.until("counter", {"jobDeploymentStatus": "Suspended"})
+    await sc.patch_spec("counter", {"suspend": False})
+    done = await sc.until("counter", {"jobDeploymentStatus": "Complete"})
+    assert done["status"]["jobStatus"] == "SUCCEEDED"
+    cluster = done["status"]["rayClusterName"]
+    await sc.client.delete(RAYJOBS, "counter", sc.namespace)
+    await sc.gone(RAYCLUSTERS, cluster)
+
+    async def no_pods() -> bool:
+        return not await sc.pods(cluster)
+
+    await eventually(no_pods, "the cluster's Pods cascade-deleted")
+
+
+# --- TestRayJobWithClusterSelector ---------------------------------------------------------------
+
+
+async def test_ray_job_with_cluster_selector(e2e: E2E) -> None:
+    """rayjob_cluster_selector_test.go:TestRayJobWithClusterSelector, its four subtests against
+    one RayCluster (they run in parallel in Go; here they are created together)."""
+    sc = e2e
+    from .conftest import ray_cluster_spec
+
+    await sc.client.create(
+        RAYCLUSTERS,
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "metadata": {"name": "raycluster"},
+            "spec": ray_cluster_spec(),
+        },
+        sc.namespace,
+    )
+    await sc.until_cluster("raycluster", state_is("ready"), "Ready")
+    selector = {"ray.io/cluster": "raycluster"}
+
+    def selecting(name: str, entrypoint: str, **spec: Any) -> dict[str, Any]:
+        doc = e2e_rayjob(
+            name, entrypoint, clusterSelector=selector, submitterPodTemplate=submitter_template(), **spec
+        )
+        del doc["spec"]["rayClusterSpec"]
+        return doc
+
+    await sc.create(selecting("counter", SCRIPTS["counter"], runtimeEnvYAML=COUNTER_RUNTIME_ENV))
+    await sc.create(selecting("fail", SCRIPTS["fail"], shutdownAfterJobFinishes=False))
+    await sc.create(
+        selecting(
+            "managed-externally",
+            SCRIPTS["counter"],
+            runtimeEnvYAML=COUNTER_RUNTIME_ENV,
+            managedBy="kueue.x-k8s.io/multikueue",
+        )
+    )
+    with pytest.raises(ApiError) as invalid:
+        await sc.create(
+            selecting("managed-externally-invalid", SCRIPTS["counter"], managedBy="invalid.com/controller")
+        )
+    assert invalid.value.status == 422
+    ok = await until_terminal(sc, "counter")
+    assert ok["status"]["jobStatus"] == "SUCCEEDED"
+    bad = await until_terminal(sc, "fail")
+    assert bad["status"]["jobStatus"] == "FAILED"
+    await sc.barrier("managed-externally")
+    managed = await sc.get("managed-externally")
+    assert (managed.get("status") or {}).get("jobDeploymentStatus", "") == ""
+
+
+# --- TestRayJobRetry -----------------------------------------------------------------------------
+
+
+async def test_ray_job_retry__failing_ray_job_without_cluster_shutdown_after_finished(e2e: E2E) -> None:
+    """rayjob_retry_test.go:TestRayJobRetry/"Failing RayJob without cluster shutdown after finished"."""
+    sc = e2e
+    await sc.create(
+        e2e_rayjob(
+            "fail",
+            SCRIPTS["fail"],
+            backoffLimit=2,
+            submitterConfig={"backoffLimit": 1},
+            shutdownAfterJobFinishes=False,
+            submitterPodTemplate=submitter_template(),
+        )
+    )
+    failed = await sc.until("fail", {"jobDeploymentStatus": "Failed"}, timeout=120)
+    st = failed["status"]
+    assert (st["jobStatus"], st["reason"], st["failed"], st.get("succeeded", 0)) == (
+        "FAILED",
+        "AppFailed",
+        3,
+        0,
+    )
+    job = await sc.client.get(JOBS, "fail", sc.namespace)
+    assert job["spec"]["backoffLimit"] == 1
+    assert job["status"].get("failed", 0) == 0  # Ray's failure is not the submitter's
+    assert job["status"]["succeeded"] == 1
+    await sc.client.delete(RAYJOBS, "fail", sc.namespace)
+    await sc.gone(RAYCLUSTERS, st["rayClusterName"])
+    await eventually(lambda: no_jobs(sc), "the submitter Job cascade-deleted")
+
+
+async def test_ray_job_retry__ray_job_has_passed_active_deadline_seconds(e2e: E2E) -> None:
+    """rayjob_retry_test.go:TestRayJobRetry/"RayJob has passed ActiveDeadlineSeconds": a deadline
+    is final, backoffLimit does not retry it."""
+    sc = e2e
+    name = "long-running"
+    await sc.create(
+        e2e_rayjob(
+            name,
+            SCRIPTS["long_running"],
+            backoffLimit=2,
+            submitterConfig={"backoffLimit": 0},
+            shutdownAfterJobFinishes=True,
+            ttlSecondsAfterFinished=600,
+            activeDeadlineSeconds=5,
+            submitterPodTemplate=submitter_template(),
+        )
+    )
+    await sc.until(name, {"jobStatus": "RUNNING"})
+    await sc.advance(6, name)
+    failed = await sc.until(name, {"jobDeploymentStatus": "Failed"})
+    st = failed["status"]
+    assert (st["reason"], st["failed"], st.get("succeeded", 0)) == ("DeadlineExceeded", 1, 0)
