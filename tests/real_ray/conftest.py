@@ -127,7 +127,7 @@ class RealRayHeadRuntime:
             raise RuntimeError("the head Pod asks for token auth but its token cannot be resolved")
         return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": value}
 
-    async def _start_head(self) -> None:
+    async def start_head(self) -> None:
         """``ray start --head --block`` as our own child (its own session), ready once the GCS is."""
         self.proc = await asyncio.create_subprocess_exec(
             self.ray_bin,
@@ -160,7 +160,7 @@ class RealRayHeadRuntime:
             await asyncio.sleep(0.5)
         raise RuntimeError("the Ray head did not become healthy within 120 s")
 
-    async def _stop_head(self) -> None:
+    async def stop_head(self) -> None:
         """SIGTERM to our ``ray start --block`` (it stops its node), then its process group if needed."""
         proc = self.proc
         if proc is None or proc.returncode is not None:
@@ -178,7 +178,7 @@ class RealRayHeadRuntime:
             return
         if not self.started:
             self.env.update(await self._token_auth_env(pod))
-            await self._start_head()
+            await self.start_head()
             self.started = True
         forwarders = [_Forwarder(ip, p) for p in (RAY_PORTS["dashboard"], RAY_PORTS["agent"], SERVE_PORT)]
         for f in forwarders:
@@ -194,7 +194,7 @@ class RealRayHeadRuntime:
             for f in self.forwarders.pop(ip):
                 await f.close()
         if self.started:
-            await self._stop_head()
+            await self.stop_head()
             self.started = False
         shutil.rmtree(self.tmp, ignore_errors=True)
 
