@@ -486,6 +486,12 @@ async def test_ray_job_with_cluster_selector(e2e: E2E) -> None:
     assert invalid.value.status == 422
     ok = await until_terminal(sc, "counter")
     assert ok["status"]["jobStatus"] == "SUCCEEDED"
+    # What counter.py checks inside Ray: the runtime env reached the job (through the submitter's
+    # --runtime-env-json), and its output is in the driver log.
+    table = sc.jobs_of("raycluster")
+    ran = table.jobs[ok["status"]["jobId"]]
+    assert ran.runtime_env == {"env_vars": {"counter_name": "test_counter"}}
+    assert "test_counter got 5" in ran.logs(table.clock.now())
     bad = await until_terminal(sc, "fail")
     assert bad["status"]["jobStatus"] == "FAILED"
     await sc.barrier("managed-externally")
