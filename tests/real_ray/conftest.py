@@ -39,6 +39,8 @@ def ray_available() -> str | None:
         return f"ray[serve] is not installed ({exc}); install the 'ray' extra"
     for port in [*RAY_PORTS.values(), SERVE_PORT]:
         with socket.socket() as s:
+            # As Ray's servers do: connections of an earlier head in TIME_WAIT do not hold the port.
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 s.bind(("127.0.0.1", port))
             except OSError:
