@@ -29,7 +29,7 @@ import pytest_asyncio
 from controllers.constants import RAYCLUSTERS, RAYJOBS
 from controllers.raysim import RayPodRuntime
 from kuberay_py.client import NotFound
-from kuberay_py.client.resources import JOBS, PODS
+from kuberay_py.client.resources import JOBS, PODS, Resource
 from kuberay_py.clock import FakeClock
 from kuberay_py.controller import Request, Result
 from kuberay_py.envtest import Environment
@@ -204,6 +204,19 @@ class E2E(JobScenario):
 
     async def jobs(self) -> list[dict[str, Any]]:
         return list((await self.client.list(JOBS, self.namespace))["items"])
+
+
+RESOURCEQUOTAS = Resource("", "v1", "ResourceQuota", "resourcequotas")
+
+
+async def create_quota(sc: E2E, name: str, hard: dict[str, str]) -> None:
+    """A ResourceQuota with its status filled in as kube-controller-manager's quota controller
+    would (a real kube-apiserver refuses Pods with "status unknown for quota" until then; envtest
+    runs no controller manager)."""
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name}, "spec": {"hard": hard}}
+    created = await sc.client.create(RESOURCEQUOTAS, quota, sc.namespace)
+    created["status"] = {"hard": dict(hard), "used": dict.fromkeys(hard, "0")}
+    await sc.client.update_status(RESOURCEQUOTAS, created)
 
 
 def state_is(value: str) -> Callable[[dict[str, Any]], bool]:

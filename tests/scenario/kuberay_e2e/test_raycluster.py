@@ -11,11 +11,10 @@ import pytest
 
 from controllers.constants import RAYCLUSTERS
 from kuberay_py.client import ApiError
-from kuberay_py.client.resources import PODS, Resource
+from kuberay_py.client.resources import PODS
 
-from .conftest import E2E, condition, eventually, has_condition, ray_cluster_spec, state_is
+from .conftest import E2E, condition, create_quota, eventually, has_condition, ray_cluster_spec, state_is
 
-RESOURCEQUOTAS = Resource("", "v1", "ResourceQuota", "resourcequotas")
 RECREATE_HASH = "ray.io/upgrade-strategy-recreate-hash"
 
 
@@ -92,13 +91,7 @@ async def test_ray_cluster_with_resource_quota(e2e: E2E) -> None:
     """raycluster_test.go:TestRayClusterWithResourceQuota: a quota of 0.1 CPU / 0.1 Gi of limits
     rejects the head Pod, and the RayCluster says so in its ReplicaFailure condition."""
     sc = e2e
-    quota = {
-        "apiVersion": "v1",
-        "kind": "ResourceQuota",
-        "metadata": {"name": "test-quota"},
-        "spec": {"hard": {"limits.cpu": "0.1", "limits.memory": "0.1Gi"}},
-    }
-    await sc.client.create(RESOURCEQUOTAS, quota, sc.namespace)
+    await create_quota(sc, "test-quota", {"limits.cpu": "0.1", "limits.memory": "0.1Gi"})
     name = "raycluster-resource-quota"
     await sc.client.create(RAYCLUSTERS, raycluster(name), sc.namespace)
 

@@ -12,12 +12,10 @@ from typing import Any
 import yaml
 
 from controllers.constants import RAYCLUSTERS, RAYJOBS
-from kuberay_py.client.resources import PODS, Resource
+from kuberay_py.client.resources import PODS
 from tests.rayjob_harness import SAMPLES
 
-from .conftest import E2E, condition, eventually, has_condition, state_is
-
-RESOURCEQUOTAS = Resource("", "v1", "ResourceQuota", "resourcequotas")
+from .conftest import E2E, condition, create_quota, eventually, has_condition, state_is
 
 
 def _ready(pod: dict[str, Any]) -> bool:
@@ -55,13 +53,7 @@ async def test_ray_cluster__ray_cluster_sample_yaml(e2e: E2E) -> None:
     )
     await sc.until_cluster(name, state_is("ready"), "Ready")
     await _check_pods(sc, name)
-    quota = {
-        "apiVersion": "v1",
-        "kind": "ResourceQuota",
-        "metadata": {"name": "quota"},
-        "spec": {"hard": {"cpu": "0", "memory": "0G", "pods": "0"}},
-    }
-    await sc.client.create(RESOURCEQUOTAS, quota, sc.namespace)
+    await create_quota(sc, "quota", {"cpu": "0", "memory": "0G", "pods": "0"})
     for pod in (await sc.client.list(PODS, sc.namespace))["items"]:
         await sc.client.delete(PODS, pod["metadata"]["name"], sc.namespace)
     await sc.until_cluster(name, has_condition("HeadPodReady", "False", "HeadPodNotFound"), "head gone")
