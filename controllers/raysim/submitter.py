@@ -8,7 +8,7 @@ through the dashboard's REST API and its ``/logs/tail`` WebSocket, with the exit
 gives: 0 after following the logs to the end (even when the job FAILED: KubeRay reads the outcome
 from the Ray job status, not the Pod), 1 when a command fails (bash ``-e``). Without ``--no-wait``
 (SidecarMode before ``SidecarSubmitterRestart``) ``ray job submit`` follows the logs itself and
-exits 1 if the job did not succeed.
+exits 1 if the job FAILED (a STOPPED job exits 0, as Ray 2.60's CLI does).
 
 Service DNS names are not resolvable on a simulated host, so the caller passes ``resolve``: a
 dashboard host name → the head Pod address serving it.
@@ -221,7 +221,7 @@ async def run_submitter(
                 output.append(f"Job '{sid}' submitted successfully")
                 if not script.no_wait:
                     await _follow(session, base, sid, output)
-                    return 0 if await _status(session, base, sid) == "SUCCEEDED" else 1
+                    return 1 if await _status(session, base, sid) == "FAILED" else 0
             if script.follow:
                 await _follow(session, base, sid, output)
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
