@@ -97,6 +97,8 @@ def cluster_manifest(job: Obj, name: str, job_id: str = "") -> Obj:
         pod_spec["restartPolicy"] = "Never"
         port = dashboard_port(spec)
         container = _submitter_container(job, spec, f"127.0.0.1:{port}", job_id, sidecar_port=port)
+        # The sidecar talks to a token-auth dashboard too (KubeRay sets the same two env vars).
+        container["env"] += _auth_env({"metadata": {"name": name}, "spec": spec})
         pod_spec.setdefault("containers", []).append(container)
     return owned_cluster(job, C.CRD_RAYJOB, name, labels=labels, annotations=annotations, spec=spec)
 
