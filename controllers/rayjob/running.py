@@ -151,6 +151,21 @@ def _copy_info(ctx: JobContext, info: JobInfo, cluster: Obj) -> None:
         st["rayJobInfo"] = times
 
 
+async def _read_failed_job(ctx: JobContext, cluster: Obj) -> None:
+    """A failed sidecar: ``ray job submit`` (no ``--no-wait``) exits 1 when the Ray job fails, and
+    may end before any poll saw FAILED. KubeRay then reads the outcome from its previous poll,
+    so user code that failed says AppFailed or SubmissionFailed depending on which came first;
+    one read of the job now makes it AppFailed whenever Ray says FAILED (docs/differences.md)."""
+    if ctx.status.get("jobStatus") == "FAILED":
+        return
+    try:
+        info = await (await ray_jobs(ctx)).get(str(ctx.status.get("jobId") or ""))
+    except (NoDashboard, DashboardError):
+        return
+    if info is not None and info.status == "FAILED":
+        _copy_info(ctx, info, cluster)
+
+
 async def _submit(ctx: JobContext) -> None:
     """HTTPMode: the operator submits, always with the same submission id (a retry is safe)."""
     job_id = str(ctx.status.get("jobId") or "")
@@ -224,6 +239,8 @@ async def running(ctx: JobContext) -> None:
         )
         return
     if failure is not None:
+        if ctx.mode == "SidecarMode" and failure.get("reason") == "SubmitterFailed":
+            await _read_failed_job(ctx, cluster)
         if st.get("jobStatus") == "FAILED" or failure.get("reason") == "AppFailed":
             ctx.move("Failed", "AppFailed", failure.get("message") or st.get("message") or "")
         else:
