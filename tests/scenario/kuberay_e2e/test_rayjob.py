@@ -556,10 +556,8 @@ async def test_ray_job_retry__ray_job_has_passed_active_deadline_seconds(e2e: E2
     assert (st["reason"], st["failed"], st.get("succeeded", 0)) == ("DeadlineExceeded", 1, 0)
 
 
-# Two TestRayJobRetry subtests outside issue 18's selection (same file in KubeRay). Not mirrored:
-# "Failing RayJob with SidecarMode submission mode": KubeRay reports AppFailed only when a dashboard
-# poll saw FAILED before the sidecar exited, a race the fake head (whose sidecar exits the moment
-# the job fails) always loses; KubeRay and we then both say SubmissionFailed.
+# Two TestRayJobRetry subtests outside issue 18's selection (same file in KubeRay); the SidecarMode
+# one is with the other SidecarMode mirrors below.
 
 
 async def test_ray_job_retry__failing_submitter_k8s_job(e2e: E2E) -> None:
@@ -584,6 +582,166 @@ async def test_ray_job_retry__failing_ray_job_with_http_mode_submission_mode(e2e
     await sc.create(
         e2e_rayjob(
             name, SCRIPTS["fail"], submissionMode="HTTPMode", backoffLimit=2, shutdownAfterJobFinishes=False
+        )
+    )
+    failed = await sc.until(name, {"jobDeploymentStatus": "Failed"}, timeout=120)
+    st = failed["status"]
+    assert (st["jobStatus"], st["reason"], st["failed"], st.get("succeeded", 0)) == (
+        "FAILED",
+        "AppFailed",
+        3,
+        0,
+    )
+    await sc.client.delete(RAYJOBS, name, sc.namespace)
+
+
+# --- TestRayJobSidecarMode (outside issue 18's selection) -------------------------------------
+# A real driver takes seconds to start (ray.init); the fake one is instant, and a sidecar that ends
+# before the head's first readiness probe leaves the head unready for good (a terminated container
+# is unready), so these entrypoints start with ``sleep 3``.
+
+SIDECAR_DELAY = "sleep 3 && "
+
+
+async def test_ray_job_sidecar_mode__successful_ray_job(e2e: E2E) -> None:
+    """rayjob_sidecar_mode_test.go:TestRayJobSidecarMode/"Successful RayJob": entrypoint CPUs,
+    GPUs and a custom resource the head advertises."""
+    sc = e2e
+    doc = e2e_rayjob(
+        "counter",
+        SIDECAR_DELAY + SCRIPTS["counter"],
+        submissionMode="SidecarMode",
+        entrypointNumCpus=2,
+        entrypointNumGpus=2,
+        entrypointResources='{"R1": 2}',
+        runtimeEnvYAML=COUNTER_RUNTIME_ENV,
+        shutdownAfterJobFinishes=True,
+    )
+    cluster_spec = doc["spec"]["rayClusterSpec"]
+    del cluster_spec["workerGroupSpecs"]
+    cluster_spec["headGroupSpec"]["rayStartParams"] = {
+        "dashboard-host": "0.0.0.0",
+        "num-gpus": "4",
+        "num-cpus": "4",
+        "resources": "'{\"R1\": 4}'",
+    }
+    await sc.create(doc)
+    done = await until_terminal(sc, "counter")
+    assert done["status"]["jobStatus"] == "SUCCEEDED"
+    done = await sc.until("counter", {"jobDeploymentStatus": "Complete"})
+    await sc.gone(RAYCLUSTERS, done["status"]["rayClusterName"])
+
+
+async def test_ray_job_sidecar_mode__failing_ray_job_without_cluster_shutdown_after_finished(
+    e2e: E2E,
+) -> None:
+    """rayjob_sidecar_mode_test.go:TestRayJobSidecarMode/"Failing RayJob without cluster
+    shutdown after finished"."""
+    sc = e2e
+    await sc.create(
+        e2e_rayjob(
+            "fail",
+            SIDECAR_DELAY + SCRIPTS["fail"],
+            submissionMode="SidecarMode",
+            shutdownAfterJobFinishes=False,
+        )
+    )
+    done = await until_terminal(sc, "fail")
+    assert done["status"]["jobStatus"] == "FAILED"
+    failed = await sc.until("fail", {"jobDeploymentStatus": "Failed"})
+    assert failed["status"]["reason"] == "AppFailed"
+    assert await no_jobs(sc)
+    cluster = failed["status"]["rayClusterName"]
+    (head,) = await sc.pods(cluster, "head")
+    assert "ray-job-submitter" in [c["name"] for c in head["spec"]["containers"]]
+    await sc.client.delete(RAYJOBS, "fail", sc.namespace)
+    await sc.gone(RAYCLUSTERS, cluster)
+
+
+async def test_ray_job_sidecar_mode__should_transition_to_complete_if_the_ray_job_has_stopped(
+    e2e: E2E,
+) -> None:
+    """rayjob_sidecar_mode_test.go:TestRayJobSidecarMode/"Should transition to 'Complete' if the
+    Ray job has stopped." (the test stops the job, as stop.py does from inside)."""
+    sc = e2e
+    await sc.create(e2e_rayjob("stop", SCRIPTS["stop"], submissionMode="SidecarMode"))
+    running = await sc.until("stop", {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"})
+    assert sc.jobs_of(running["status"]["rayClusterName"]).stop(running["status"]["jobId"])
+    done = await sc.until("stop", {"jobDeploymentStatus": "Complete"})
+    assert done["status"]["jobStatus"] == "STOPPED"
+    await sc.client.delete(RAYJOBS, "stop", sc.namespace)
+
+
+async def test_ray_job_sidecar_mode__ray_job_fails_when_head_pod_is_deleted_when_job_is_running(
+    e2e: E2E,
+) -> None:
+    """rayjob_sidecar_mode_test.go:TestRayJobSidecarMode/"RayJob fails when head Pod is deleted
+    when job is running": the provisioned head is not restarted in SidecarMode."""
+    sc = e2e
+    name = "delete-head-after-submit-sidecar-mode"
+    await sc.create(e2e_rayjob(name, "sleep 60", submissionMode="SidecarMode", shutdownAfterJobFinishes=True))
+    running = await sc.until(name, {"jobStatus": "RUNNING"})
+    cluster_name = running["status"]["rayClusterName"]
+    cluster = await sc.cluster(cluster_name)
+    assert cluster["metadata"]["labels"]["ray.io/job-submission-mode"] == "SidecarMode"
+    assert cluster["metadata"]["annotations"]["ray.io/disable-provisioned-head-restart"] == "true"
+    (head,) = await sc.pods(cluster_name, "head")
+    await sc.client.delete(PODS, head["metadata"]["name"], sc.namespace)
+
+    async def headless() -> bool:
+        return not await sc.pods(cluster_name, "head")
+
+    await eventually(headless, "the head Pod gone")
+    failed = await sc.until(name, {"jobDeploymentStatus": "Failed"})
+    assert failed["status"]["reason"] in ("AppFailed", "SubmissionFailed")
+    assert await headless(), "the head Pod was not recreated"
+    await sc.client.delete(RAYJOBS, name, sc.namespace)
+
+
+async def test_ray_job_sidecar_mode__successful_ray_job_in_sidecar_mode_with_auth_token(e2e: E2E) -> None:
+    """rayjob_sidecar_mode_test.go:TestRayJobSidecarMode/"Successful RayJob in Sidecar mode with
+    auth token"."""
+    sc = e2e
+    name = "counter-auth"
+    doc = e2e_rayjob(
+        name,
+        SIDECAR_DELAY + SCRIPTS["counter"],
+        submissionMode="SidecarMode",
+        runtimeEnvYAML=COUNTER_RUNTIME_ENV,
+        shutdownAfterJobFinishes=True,
+    )
+    doc["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "token"}
+    await sc.create(doc)
+
+    async def cluster_named() -> str:
+        return str(((await sc.get(name)).get("status") or {}).get("rayClusterName") or "")
+
+    cluster = await eventually(cluster_named, "rayClusterName set")
+    await sc.until_cluster(cluster, state_is("ready"), "Ready")
+    (head,) = await sc.pods(cluster, "head")
+    containers = {c["name"]: c for c in head["spec"]["containers"]}
+    _verify_auth_env(head["spec"]["containers"][0], cluster)
+    _verify_auth_env(containers["ray-job-submitter"], cluster)
+    workers = await sc.pods(cluster, "worker")
+    assert workers
+    for pod in workers:
+        _verify_auth_env(pod["spec"]["containers"][0], cluster)
+    done = await until_terminal(sc, name)
+    assert done["status"]["jobStatus"] == "SUCCEEDED"
+    await sc.until(name, {"jobDeploymentStatus": "Complete"})
+
+
+async def test_ray_job_retry__failing_ray_job_with_sidecar_mode_submission_mode(e2e: E2E) -> None:
+    """rayjob_retry_test.go:TestRayJobRetry/"Failing RayJob with SidecarMode submission mode"."""
+    sc = e2e
+    name = "failing-rayjob-in-sidecar-mode"
+    await sc.create(
+        e2e_rayjob(
+            name,
+            SIDECAR_DELAY + SCRIPTS["fail"],
+            submissionMode="SidecarMode",
+            backoffLimit=2,
+            shutdownAfterJobFinishes=False,
         )
     )
     failed = await sc.until(name, {"jobDeploymentStatus": "Failed"}, timeout=120)
