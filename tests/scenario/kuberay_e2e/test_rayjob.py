@@ -753,3 +753,44 @@ async def test_ray_job_retry__failing_ray_job_with_sidecar_mode_submission_mode(
         0,
     )
     await sc.client.delete(RAYJOBS, name, sc.namespace)
+
+
+# --- TestRayJobRecovery (outside issue 18's selection) ----------------------------------------
+
+
+async def test_ray_job_recovery__ray_job_should_recover_after_pod_deletion(e2e: E2E) -> None:
+    """rayjob_recovery_test.go:TestRayJobRecovery/"RayJob should recover after pod deletion":
+    the submitter Pod is deleted mid-run; the Job's new Pod re-attaches and the job succeeds
+    (``long_running_counter.py`` is ``sleep 8`` then a line; the fake head also shows the
+    replacement Pod did not submit a second time)."""
+    sc = e2e
+    name = "counter"
+    await sc.create(
+        e2e_rayjob(
+            name,
+            "sleep 8 && echo test_counter got 8",
+            runtimeEnvYAML=COUNTER_RUNTIME_ENV,
+            shutdownAfterJobFinishes=True,
+            submitterPodTemplate=submitter_template(),
+        )
+    )
+    running = await sc.until(name, {"jobStatus": "RUNNING"})
+    table = sc.jobs_of(running["status"]["rayClusterName"])
+    selector = f"job-name={name}"
+    old = (await sc.client.list(PODS, sc.namespace, label_selector=selector))["items"]
+    assert old
+    for pod in old:
+        await sc.client.delete(PODS, pod["metadata"]["name"], sc.namespace, propagation_policy="Background")
+    old_names = {p["metadata"]["name"] for p in old}
+
+    async def replacement_running() -> bool:
+        pods = (await sc.client.list(PODS, sc.namespace, label_selector=selector))["items"]
+        return any(
+            p["metadata"]["name"] not in old_names and (p.get("status") or {}).get("phase") == "Running"
+            for p in pods
+        )
+
+    await eventually(replacement_running, "a new submitter Pod Running")
+    await sc.until(name, {"jobStatus": "SUCCEEDED"})
+    await sc.until(name, {"jobDeploymentStatus": "Complete"})
+    assert table.submissions == 1
