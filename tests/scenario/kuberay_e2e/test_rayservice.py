@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import aiohttp
 import pytest
 
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
@@ -73,3 +74,100 @@ async def test_ray_service_managed_by(scenario: Scenario) -> None:
             sc.namespace,
         )
     assert invalid.value.status == 422
+
+
+# --- rayservice_in_place_update_test.go (outside issue 18's selection) ------------------------
+
+
+async def post(ip: str, port: int, path: str, body: Any) -> str:
+    async with (
+        aiohttp.ClientSession() as session,
+        session.post(f"http://{ip}:{port}{path}", json=body, timeout=aiohttp.ClientTimeout(total=5)) as resp,
+    ):
+        return await resp.text()
+
+
+async def curl_service(sc: Scenario, name: str, path: str, body: Any) -> set[str]:
+    """CurlRayServicePod: what ``<name>-serve-svc`` answers; every ready endpoint is asked (kube-proxy
+    may route to any of them), so one answer means they all agree."""
+    endpoints = await sc.ready_endpoints(f"{name}-serve-svc")
+    return {await post(ip, port, path, body) for ip, port, _ in endpoints}
+
+
+async def answers(sc: Scenario, name: str, fruit: str, calc: str) -> None:
+    async def agreed() -> bool:
+        got = (
+            await curl_service(sc, name, "/fruit", ["MANGO", 2]),
+            await curl_service(sc, name, "/calc", ["MUL", 3]),
+        )
+        return got == ({fruit}, {calc})
+
+    await eventually(
+        agreed, f"/fruit -> {fruit}, /calc -> {calc}", 60, tolerate=(aiohttp.ClientError, OSError)
+    )
+
+
+async def _ready_sample(sc: Scenario, **spec: Any) -> dict[str, Any]:
+    await sc.client.create(RAYSERVICES, sample_service("rayservice-sample", **spec), sc.namespace)
+    await wait_ready(sc, "rayservice-sample", timeout=60)
+    await answers(sc, "rayservice-sample", "6", "15 pizzas please!")
+    return await sc.get("rayservice-sample")
+
+
+async def test_ray_service_in_place_update(scenario: Scenario) -> None:
+    """rayservice_in_place_update_test.go:TestRayServiceInPlaceUpdate: a user_config change is
+    served by the same cluster."""
+    sc = scenario
+    svc = await _ready_sample(sc)
+    config = svc["spec"]["serveConfigV2"].replace("price: 3", "price: 4").replace("factor: 5", "factor: 3")
+    svc["spec"]["serveConfigV2"] = config
+    await sc.client.update(RAYSERVICES, svc)
+    await answers(sc, "rayservice-sample", "8", "9 pizzas please!")
+
+
+async def test_update_serve_config_and_ray_cluster_spec(scenario: Scenario) -> None:
+    """rayservice_in_place_update_test.go:TestUpdateServeConfigAndRayClusterSpec: a config and a
+    cluster change at once upgrade to a new cluster serving the new config; the old one (held
+    by a finalizer) still serves the old config."""
+    sc = scenario
+    svc = await _ready_sample(sc)
+    svc["spec"]["serveConfigV2"] = svc["spec"]["serveConfigV2"].replace("price: 3", "price: 456")
+    svc["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "FOO", "value": "BAR"}
+    ]
+    old_name = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    old = await sc.client.get(RAYCLUSTERS, old_name, sc.namespace)
+    old["metadata"]["finalizers"] = [*(old["metadata"].get("finalizers") or []), "no-existed-finalizer"]
+    await sc.client.update(RAYCLUSTERS, old)
+    await sc.client.update(RAYSERVICES, svc)
+
+    async def switched() -> bool:
+        cur = await sc.get("rayservice-sample")
+        return (cur.get("status") or {}).get("activeServiceStatus", {}).get("rayClusterName") not in (
+            None,
+            old_name,
+        )
+
+    await eventually(switched, "the active cluster switched", 60)
+    await answers(sc, "rayservice-sample", "912", "15 pizzas please!")
+    (old_head,) = await sc.pods(old_name, "head")
+    assert await post(old_head["status"]["podIP"], 8000, "/fruit", ["MANGO", 2]) == "6"
+    await sc.client.patch(RAYCLUSTERS, old_name, {"metadata": {"finalizers": None}}, sc.namespace)
+
+
+async def test_update_serve_config_and_ray_cluster_spec_with_upgrade_disabled(scenario: Scenario) -> None:
+    """rayservice_in_place_update_test.go:TestUpdateServeConfigAndRayClusterSpecWithUpgradeDisabled:
+    with upgradeStrategy None the new config is applied in place and the cluster is left alone."""
+    sc = scenario
+    svc = await _ready_sample(sc, upgradeStrategy={"type": "None"})
+    svc["spec"]["serveConfigV2"] = svc["spec"]["serveConfigV2"].replace("price: 3", "price: 456")
+    svc["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "FOO", "value": "BAR"}
+    ]
+    old = await sc.client.get(
+        RAYCLUSTERS, svc["status"]["activeServiceStatus"]["rayClusterName"], sc.namespace
+    )
+    await sc.client.update(RAYSERVICES, svc)
+    await answers(sc, "rayservice-sample", "912", "15 pizzas please!")
+    after = await sc.client.get(RAYCLUSTERS, old["metadata"]["name"], sc.namespace)
+    assert after == old  # KubeRay compares the whole object: not even a status write
