@@ -59,7 +59,7 @@ from controllers.rayservice.options import COND_SERVE_CONFIG_VALID, SERVICE_NAME
 from controllers.rayservice.serving import serve_applications, sync_head_label
 from controllers.rayservice.shapes import RayServiceStatus, cluster_names
 from controllers.rayservice.status import calculate_conditions, is_initializing_timeout
-from controllers.rayservice.suspend import resume, suspend
+from controllers.rayservice.suspend import driving, resume, suspend
 from controllers.rayservice.traffic import count_endpoints, promotion_target, route_traffic
 from kuberay_py.client import Client, Conflict
 from kuberay_py.clock import Clock, RealClock
@@ -145,8 +145,9 @@ class RayServiceReconciler:
 
     async def serve(self, ctx: ServiceContext) -> str | None:
         """The serving phases on a valid RayService; returns a cluster to create after the write."""
-        if (ctx.svc.get("spec") or {}).get("suspend"):
-            await suspend(ctx)
+        if driving(ctx):
+            if await suspend(ctx) and not (ctx.svc.get("spec") or {}).get("suspend"):
+                ctx.requeue.at(0)  # suspend was lifted while it ran to completion: resume next
             return None
         resume(ctx)
         await clean_up_dangling_clusters(ctx)
