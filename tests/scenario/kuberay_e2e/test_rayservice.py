@@ -11,6 +11,7 @@ import pytest
 
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from kuberay_py.client import ApiError
+from kuberay_py.client.resources import SERVICES
 
 from ..conftest import Scenario, condition, eventually, sample, wait_ready
 
@@ -171,3 +172,153 @@ async def test_update_serve_config_and_ray_cluster_spec_with_upgrade_disabled(sc
     await answers(sc, "rayservice-sample", "912", "15 pizzas please!")
     after = await sc.client.get(RAYCLUSTERS, old["metadata"]["name"], sc.namespace)
     assert after == old  # KubeRay compares the whole object: not even a status write
+
+
+# --- rayservice_suspend_test.go (outside issue 18's selection) --------------------------------
+
+
+def is_true(svc: dict[str, Any], type_: str) -> bool:
+    return condition(svc, type_).get("status") == "True"
+
+
+async def until_service(
+    sc: Scenario, name: str, check: Any, what: str, timeout: float = 60
+) -> dict[str, Any]:
+    async def probe() -> dict[str, Any] | None:
+        svc = await sc.get(name)
+        return svc if check(svc) else None
+
+    return dict(await eventually(probe, f"{name}: {what}", timeout))
+
+
+async def owned(sc: Scenario, name: str) -> tuple[list[Any], list[Any]]:
+    """The RayClusters and Services labelled as originated from RayService ``name``."""
+    selector = f"ray.io/originated-from-cr-name={name}"
+    clusters = (await sc.client.list(RAYCLUSTERS, sc.namespace, label_selector=selector))["items"]
+    services = (await sc.client.list(SERVICES, sc.namespace, label_selector=selector))["items"]
+    return list(clusters), list(services)
+
+
+async def seen(sc: Scenario, name: str) -> dict[str, Any]:
+    """The RayService once its controller has reconciled the current spec (observedGeneration)
+    -- what stands in for Go's ``Consistently`` windows after a spec change."""
+
+    def current(svc: dict[str, Any]) -> bool:
+        return (svc.get("status") or {}).get("observedGeneration") == svc["metadata"]["generation"]
+
+    return await until_service(sc, name, current, "observedGeneration caught up")
+
+
+async def set_suspend(sc: Scenario, name: str, value: bool) -> None:
+    await sc.client.patch(RAYSERVICES, name, {"spec": {"suspend": value}}, sc.namespace)
+
+
+async def test_ray_service_suspend_resume(scenario: Scenario) -> None:
+    """rayservice_suspend_test.go:TestRayServiceSuspendResume."""
+    sc = scenario
+    name = "rayservice-suspend"
+    await sc.client.create(RAYSERVICES, sample_service(name), sc.namespace)
+    await wait_ready(sc, name, timeout=60)
+    await answers(sc, name, "6", "15 pizzas please!")
+    await set_suspend(sc, name, True)
+    svc = await until_service(sc, name, lambda s: is_true(s, "Suspended"), "Suspended")
+    for type_ in ("Suspending", "UpgradeInProgress", "RollbackInProgress"):
+        cond = condition(svc, type_)
+        assert (cond.get("status"), cond.get("reason")) == ("False", "SuspendComplete"), type_
+
+    async def torn_down() -> bool:
+        cur = await sc.get(name)
+        st = cur.get("status") or {}
+        clusters, services = await owned(sc, name)
+        return (
+            (st.get("activeServiceStatus") or {}).get("rayClusterName", "") == ""
+            and (st.get("pendingServiceStatus") or {}).get("rayClusterName", "") == ""
+            and st.get("numServeEndpoints", 0) == 0
+            and st.get("serviceStatus", "") == ""
+            and not is_true(cur, "Ready")
+            and not clusters
+            and not services
+        )
+
+    await eventually(torn_down, "clusters and Services deleted, status cleared", 60)
+    await set_suspend(sc, name, False)
+    await wait_ready(sc, name, timeout=60)
+    svc = await until_service(sc, name, lambda s: not is_true(s, "Suspended"), "not Suspended")
+    cond = condition(svc, "Suspended")
+    assert (cond.get("status"), cond.get("reason")) == ("False", "RayServiceResumed")
+    await answers(sc, name, "6", "15 pizzas please!")
+
+
+async def test_ray_service_suspend_atomic(scenario: Scenario) -> None:
+    """rayservice_suspend_test.go:TestRayServiceSuspendAtomic: once Suspending, flipping suspend
+    back and forth changes nothing until the suspension completes; then it resumes on a new
+    cluster."""
+    sc = scenario
+    name = "rayservice-suspend-atomic"
+    await sc.client.create(RAYSERVICES, sample_service(name), sc.namespace)
+    svc = await wait_ready(sc, name, timeout=60)
+    original = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    await sc.client.patch(
+        RAYCLUSTERS, original, {"metadata": {"finalizers": ["ray.io/test-suspend-block"]}}, sc.namespace
+    )
+    await set_suspend(sc, name, True)
+    await until_service(sc, name, lambda s: is_true(s, "Suspending"), "Suspending")
+    await set_suspend(sc, name, False)
+    assert is_true(await seen(sc, name), "Suspending")
+    await set_suspend(sc, name, True)
+    assert is_true(await seen(sc, name), "Suspending")
+    await set_suspend(sc, name, False)
+    await sc.client.patch(RAYCLUSTERS, original, {"metadata": {"finalizers": None}}, sc.namespace)
+
+    async def original_gone() -> bool:
+        clusters, _ = await owned(sc, name)
+        return original not in [c["metadata"]["name"] for c in clusters]
+
+    await eventually(original_gone, "the original cluster deleted", 60)
+    svc = await wait_ready(sc, name, timeout=60)
+    active = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    assert active and active != original
+
+
+async def test_ray_service_created_suspended(scenario: Scenario) -> None:
+    """rayservice_suspend_test.go:TestRayServiceCreatedSuspended."""
+    sc = scenario
+    name = "rayservice-born-suspended"
+    await sc.client.create(RAYSERVICES, sample_service(name, suspend=True), sc.namespace)
+    await until_service(sc, name, lambda s: is_true(s, "Suspended"), "Suspended")
+    svc = await seen(sc, name)
+    st = svc.get("status") or {}
+    assert (await owned(sc, name)) == ([], [])
+    assert (st.get("activeServiceStatus") or {}).get("rayClusterName", "") == ""
+    assert (st.get("pendingServiceStatus") or {}).get("rayClusterName", "") == ""
+    assert st.get("numServeEndpoints", 0) == 0
+    await set_suspend(sc, name, False)
+    await wait_ready(sc, name, timeout=60)
+    await until_service(sc, name, lambda s: not is_true(s, "Suspended"), "not Suspended")
+
+
+async def test_ray_service_suspend_during_upgrade(scenario: Scenario) -> None:
+    """rayservice_suspend_test.go:TestRayServiceSuspendDuringUpgrade."""
+    sc = scenario
+    name = "rayservice-suspend-upgrade"
+    await sc.client.create(RAYSERVICES, sample_service(name), sc.namespace)
+    svc = await wait_ready(sc, name, timeout=60)
+    version = svc["spec"]["rayClusterConfig"]["rayVersion"] + "-upgrade"
+    await sc.client.patch(
+        RAYSERVICES, name, {"spec": {"rayClusterConfig": {"rayVersion": version}}}, sc.namespace
+    )
+
+    def pending(s: dict[str, Any]) -> bool:
+        return bool(((s.get("status") or {}).get("pendingServiceStatus") or {}).get("rayClusterName"))
+
+    await until_service(sc, name, pending, "a pending cluster")
+    await set_suspend(sc, name, True)
+    await until_service(sc, name, lambda s: is_true(s, "Suspended"), "Suspended")
+
+    async def no_clusters() -> bool:
+        return not (await owned(sc, name))[0]
+
+    await eventually(no_clusters, "every cluster deleted", 60)
+    await set_suspend(sc, name, False)
+    svc = await wait_ready(sc, name, timeout=60)
+    assert svc["spec"]["rayClusterConfig"]["rayVersion"].endswith("-upgrade")
