@@ -11,7 +11,7 @@ import pytest
 
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from kuberay_py.client import ApiError
-from kuberay_py.client.resources import SERVICES
+from kuberay_py.client.resources import PODS, SERVICES
 
 from ..conftest import Scenario, condition, eventually, sample, wait_ready
 
@@ -322,3 +322,25 @@ async def test_ray_service_suspend_during_upgrade(scenario: Scenario) -> None:
     await set_suspend(sc, name, False)
     svc = await wait_ready(sc, name, timeout=60)
     assert svc["spec"]["rayClusterConfig"]["rayVersion"].endswith("-upgrade")
+
+
+# --- rayservice_redeploy_test.go (outside issue 18's selection) -------------------------------
+
+
+async def test_redeploy_ray_serve(scenario: Scenario) -> None:
+    """rayservice_redeploy_test.go:TestRedeployRayServe: the head Pod is deleted; the recreated
+    head is the serve Service's one ready endpoint again and the apps answer as before (the
+    RayCluster controller re-creates the head; the RayService controller redeploys Serve)."""
+    sc = scenario
+    svc = await _ready_sample(sc)
+    cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
+    (old_head,) = await sc.pods(cluster, "head")
+    await sc.client.delete(PODS, old_head["metadata"]["name"], sc.namespace)
+
+    async def new_endpoint() -> bool:
+        endpoints = await sc.ready_endpoints("rayservice-sample-serve-svc")
+        return len(endpoints) == 1 and endpoints[0][2] != old_head["metadata"]["name"]
+
+    await eventually(new_endpoint, "one ready endpoint, on the new head", 60)
+    await wait_ready(sc, "rayservice-sample", timeout=60)
+    await answers(sc, "rayservice-sample", "6", "15 pizzas please!")
