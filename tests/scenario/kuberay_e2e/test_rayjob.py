@@ -794,3 +794,108 @@ async def test_ray_job_recovery__ray_job_should_recover_after_pod_deletion(e2e: 
     await sc.until(name, {"jobStatus": "SUCCEEDED"})
     await sc.until(name, {"jobDeploymentStatus": "Complete"})
     assert table.submissions == 1
+
+
+# --- TestRayJobLightWeightMode: HTTPMode (outside issue 18's selection) -------------------------
+
+
+async def test_ray_job_light_weight_mode__successful_ray_job(e2e: E2E) -> None:
+    """rayjob_lightweight_test.go:TestRayJobLightWeightMode/"Successful RayJob" (HTTPMode, with
+    entrypoint CPUs, GPUs and a custom resource; the fake head shows what the operator sent)."""
+    sc = e2e
+    doc = e2e_rayjob(
+        "counter",
+        SCRIPTS["counter"],
+        submissionMode="HTTPMode",
+        entrypointNumCpus=2,
+        entrypointNumGpus=2,
+        entrypointResources='{"R1": 2}',
+        runtimeEnvYAML=COUNTER_RUNTIME_ENV,
+        shutdownAfterJobFinishes=True,
+    )
+    cluster_spec = doc["spec"]["rayClusterSpec"]
+    del cluster_spec["workerGroupSpecs"]
+    cluster_spec["headGroupSpec"]["rayStartParams"] = {
+        "dashboard-host": "0.0.0.0",
+        "num-gpus": "4",
+        "num-cpus": "4",
+        "resources": "'{\"R1\": 4}'",
+    }
+    await sc.create(doc)
+    running = await sc.until("counter", {"jobDeploymentStatus": "Running"})
+    table = sc.jobs_of(running["status"]["rayClusterName"])
+    done = await until_terminal(sc, "counter")
+    assert done["status"]["jobStatus"] == "SUCCEEDED"
+    done = await sc.until("counter", {"jobDeploymentStatus": "Complete"})
+    sent = table.jobs[done["status"]["jobId"]]
+    assert (sent.entrypoint_num_cpus, sent.entrypoint_num_gpus, sent.entrypoint_resources) == (
+        2,
+        2,
+        {"R1": 2},
+    )
+    assert sent.runtime_env == {"env_vars": {"counter_name": "test_counter"}}
+    await sc.gone(RAYCLUSTERS, done["status"]["rayClusterName"])
+
+
+async def test_ray_job_light_weight_mode__failing_ray_job_without_cluster_shutdown_after_finished(
+    e2e: E2E,
+) -> None:
+    """rayjob_lightweight_test.go:TestRayJobLightWeightMode/"Failing RayJob without cluster
+    shutdown after finished"."""
+    sc = e2e
+    await sc.create(
+        e2e_rayjob("fail", SCRIPTS["fail"], submissionMode="HTTPMode", shutdownAfterJobFinishes=False)
+    )
+    done = await until_terminal(sc, "fail")
+    assert done["status"]["jobStatus"] == "FAILED"
+    failed = await sc.until("fail", {"jobDeploymentStatus": "Failed"})
+    assert failed["status"]["reason"] == "AppFailed"
+    assert await no_jobs(sc)
+    await sc.client.delete(RAYJOBS, "fail", sc.namespace)
+    await sc.gone(RAYCLUSTERS, failed["status"]["rayClusterName"])
+
+
+async def test_ray_job_light_weight_mode__should_transition_to_complete_if_the_ray_job_has_stopped(
+    e2e: E2E,
+) -> None:
+    """rayjob_lightweight_test.go:TestRayJobLightWeightMode/"Should transition to 'Complete' if
+    the Ray job has stopped." (the test stops the job, as stop.py does from inside)."""
+    sc = e2e
+    await sc.create(e2e_rayjob("stop", SCRIPTS["stop"], submissionMode="HTTPMode"))
+    running = await sc.until("stop", {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"})
+    assert sc.jobs_of(running["status"]["rayClusterName"]).stop(running["status"]["jobId"])
+    done = await sc.until("stop", {"jobDeploymentStatus": "Complete"})
+    assert done["status"]["jobStatus"] == "STOPPED"
+    await sc.client.delete(RAYJOBS, "stop", sc.namespace)
+
+
+async def test_ray_job_light_weight_mode__successful_ray_job_in_http_mode_with_auth_token(e2e: E2E) -> None:
+    """rayjob_lightweight_test.go:TestRayJobLightWeightMode/"Successful RayJob in HTTP mode with
+    auth token" (the fake head does not check a token it would have to read from the generated
+    Secret, so this shows the wiring, not the handshake; the real-Ray tier runs without auth)."""
+    sc = e2e
+    name = "counter-auth"
+    doc = e2e_rayjob(
+        name,
+        SCRIPTS["counter"],
+        submissionMode="HTTPMode",
+        runtimeEnvYAML=COUNTER_RUNTIME_ENV,
+        shutdownAfterJobFinishes=True,
+    )
+    doc["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "token"}
+    await sc.create(doc)
+
+    async def cluster_named() -> str:
+        return str(((await sc.get(name)).get("status") or {}).get("rayClusterName") or "")
+
+    cluster = await eventually(cluster_named, "rayClusterName set")
+    await sc.until_cluster(cluster, state_is("ready"), "Ready")
+    (head,) = await sc.pods(cluster, "head")
+    _verify_auth_env(head["spec"]["containers"][0], cluster)
+    workers = await sc.pods(cluster, "worker")
+    assert workers
+    for pod in workers:
+        _verify_auth_env(pod["spec"]["containers"][0], cluster)
+    done = await until_terminal(sc, name)
+    assert done["status"]["jobStatus"] == "SUCCEEDED"
+    await sc.until(name, {"jobDeploymentStatus": "Complete"})
