@@ -5,14 +5,17 @@ real thing: one ``ray start --head`` for the module, submissions built the way t
 controller builds them in HTTPMode (``builders.submission_body``: entrypoint, submission id,
 runtime env from ``runtimeEnvYAML``, metadata), status polls to each terminal state, logs, stop,
 delete, and the 404 answers the client turns into ``None`` / ``False``. KubeRay's e2erayjob tests
-pin these through the ``ray job`` CLI in a submitter Pod; our K8sJobMode submitter is simulated,
-so the dashboard API is where real Ray is checked.
+pin these through the ``ray job`` CLI in a submitter Pod, which the simulator only imitates, so
+the K8sJobMode submitter line the controller writes is also run here, with the real CLI.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -130,3 +133,59 @@ async def test_an_unknown_job_is_an_answer_not_an_error(ray_jobs: RayJobs) -> No
     assert await jobs.logs("never-submitted") is None
     assert await jobs.stop("never-submitted") is False
     assert await jobs.delete("never-submitted") is False
+
+
+async def run_submitter(line: str) -> tuple[int, str]:
+    """The K8sJobMode submitter container's ``/bin/bash -ce -- <line>``, with this venv's ``ray``
+    and ``python`` first on PATH (the image's, in a real Pod)."""
+    env = {
+        **os.environ,
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
+    proc = await asyncio.create_subprocess_exec(
+        "/bin/bash",
+        "-ce",
+        "--",
+        line,
+        env=env,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.STDOUT,
+    )
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), JOB_WAIT)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise
+    return int(proc.returncode or 0), out.decode(errors="replace")
+
+
+async def test_the_submitter_script_runs_with_the_real_ray_cli_and_a_retry_never_resubmits(
+    ray_jobs: RayJobs,
+) -> None:
+    """The submitter line the RayJob controller writes (``builders.submitter_words``: health wait,
+    ``ray job status`` guard, ``submit --no-wait`` with the runtime env and metadata as JSON,
+    ``logs --follow``) parsed and run by the real Ray CLI; a second run, as a retried submitter
+    Pod does, finds the job and only follows its logs."""
+    jobs = ray_jobs
+    job = {
+        "metadata": {"name": "script", "namespace": "ns"},
+        "spec": {
+            "entrypoint": "python -c \"import os; print('from the submitter', os.environ['TEAM'])\"",
+            "runtimeEnvYAML": "env_vars:\n  TEAM: kuberay-py\n",
+            "metadata": {"team": "e2e"},
+        },
+    }
+    line = " ".join(builders.submitter_words(job, f"127.0.0.1:{RAY_PORTS['dashboard']}", "script-9xk2d"))
+    code, out = await run_submitter(line)
+    assert code == 0, out
+    assert "submitted successfully" in out and "from the submitter kuberay-py" in out
+    info = await until_status(jobs, "script-9xk2d", "SUCCEEDED", "FAILED")
+    assert info.status == "SUCCEEDED", info.message
+    assert info.metadata.get("team") == "e2e"
+    assert info.runtime_env.get("env_vars") == {"TEAM": "kuberay-py"}
+    code, again = await run_submitter(line)
+    assert code == 0, again
+    assert "submitted successfully" not in again
+    assert "from the submitter kuberay-py" in again
+    assert [j.submission_id for j in await jobs.list()].count("script-9xk2d") == 1
