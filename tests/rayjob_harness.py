@@ -8,6 +8,7 @@ head-only cluster, with a test entrypoint following raysim's convention (``sleep
 from __future__ import annotations
 
 import asyncio
+import base64
 import copy
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from controllers.rayjob.setup import setup as setup_rayjob
 from controllers.raysim import RayPodRuntime, Timings
 from controllers.raysim.jobs import JobTable
 from kuberay_py.client import Client, ClientConfig, NotFound
-from kuberay_py.client.resources import SERVICES
+from kuberay_py.client.resources import SECRETS, SERVICES
 from kuberay_py.clock import Clock
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager, ManagerOptions
@@ -166,7 +167,17 @@ async def job_environment(
                 return None
             return dict((svc.get("spec") or {}).get("selector") or {})
 
+        async def secret_value(namespace: str, name: str, key: str) -> str | None:
+            """A token-auth head's RAY_AUTH_TOKEN Secret, resolved as the kubelet would."""
+            try:
+                secret = await lookups.get(SECRETS, name, namespace)
+            except NotFound:
+                return None
+            raw = (secret.get("data") or {}).get(key)
+            return base64.b64decode(raw).decode() if raw is not None else None
+
         runtime.service_selector = selector
+        runtime.secret_value = secret_value
         op = start_job_operator(env.client_config, clock=clock)
         try:
             yield env, runtime, op

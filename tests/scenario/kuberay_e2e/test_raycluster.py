@@ -12,6 +12,7 @@ import pytest
 from controllers.constants import RAYCLUSTERS
 from kuberay_py.client import ApiError
 from kuberay_py.client.resources import PODS
+from tests.live import update_live
 
 from .conftest import E2E, condition, create_quota, eventually, has_condition, ray_cluster_spec, state_is
 
@@ -120,9 +121,11 @@ async def test_ray_cluster_scaling_down(e2e: E2E) -> None:
     await sc.until_cluster(name, state_is("ready"), "Ready")
     all_pods = await sc.pods(name)
     assert len(all_pods) == 3
-    cluster = await sc.cluster(name)
-    cluster["spec"]["workerGroupSpecs"][0]["replicas"] = 1
-    await sc.client.update(RAYCLUSTERS, cluster)
+
+    def scale_down(cluster: dict[str, Any]) -> None:
+        cluster["spec"]["workerGroupSpecs"][0]["replicas"] = 1
+
+    await update_live(sc.client, RAYCLUSTERS, name, sc.namespace, scale_down)
 
     async def one_deleting() -> bool:
         workers = await sc.pods(name, "worker")
@@ -152,13 +155,14 @@ async def test_ray_cluster_upgrade_strategy(e2e: E2E) -> None:
     (head,) = await sc.pods(name, "head")
     first_hash = head["metadata"]["annotations"][RECREATE_HASH]
     assert len(await sc.pods(name, "worker")) == 1
-    cluster = await sc.cluster(name)
-    cluster["spec"]["rayVersion"] = "2.51.0"
-    cluster["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] = "rayproject/ray:2.51.0"
-    cluster["spec"]["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = (
-        "rayproject/ray:2.51.0"
-    )
-    await sc.client.update(RAYCLUSTERS, cluster)
+
+    def upgrade(cluster: dict[str, Any]) -> None:
+        spec = cluster["spec"]
+        spec["rayVersion"] = "2.51.0"
+        spec["headGroupSpec"]["template"]["spec"]["containers"][0]["image"] = "rayproject/ray:2.51.0"
+        spec["workerGroupSpecs"][0]["template"]["spec"]["containers"][0]["image"] = "rayproject/ray:2.51.0"
+
+    await update_live(sc.client, RAYCLUSTERS, name, sc.namespace, upgrade)
 
     async def new_head() -> dict[str, Any] | None:
         for pod in await sc.pods(name, "head"):

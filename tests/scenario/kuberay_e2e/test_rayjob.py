@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -14,6 +15,7 @@ from controllers.constants import RAYCLUSTERS, RAYJOBS
 from kuberay_py.client import ApiError, NotFound
 from kuberay_py.client.resources import JOBS, PODS, SERVICES
 from kuberay_py.clock import format_rfc3339
+from tests.live import update_live
 
 from .conftest import (
     COUNTER_RUNTIME_ENV,
@@ -251,33 +253,38 @@ async def test_ray_job__ray_job_has_exceed_submitter_finished_timeout(e2e: E2E) 
     await sc.until(name, {"jobDeploymentStatus": "Running"})
     await sc.until(name, {"jobStatus": "RUNNING"})
     assert await sc.jobs()
-    job = await sc.client.get(JOBS, name, sc.namespace)
+    # The Job's startTime is real time; the completion the test writes is "now" on the operator's
+    # clock, which therefore first catches up with the wall clock.
+    await sc.clock.advance(max(0.0, (datetime.now(UTC) - sc.clock.utcnow()).total_seconds() + 1))
     now = format_rfc3339(sc.clock.utcnow())
-    status = job.setdefault("status", {})
-    status["active"] = 0
-    status.pop("ready", None)
-    status["conditions"] = [
-        *(status.get("conditions") or []),
-        {
-            "type": "SuccessCriteriaMet",
-            "status": "True",
-            "lastProbeTime": now,
-            "lastTransitionTime": now,
-            "reason": "SuccessCriteriaMet",
-            "message": "Job success criteria met for timeout test",
-        },
-        {
-            "type": "Complete",
-            "status": "True",
-            "lastProbeTime": now,
-            "lastTransitionTime": now,
-            "reason": "Completed",
-            "message": "Job completed successfully for timeout test",
-        },
-    ]
-    status["completionTime"] = now
-    status["succeeded"] = 1
-    await sc.client.update_status(JOBS, job)
+
+    def complete(job: dict[str, Any]) -> None:
+        status = job.setdefault("status", {})
+        status["active"] = 0
+        status.pop("ready", None)
+        status["conditions"] = [
+            *(status.get("conditions") or []),
+            {
+                "type": "SuccessCriteriaMet",
+                "status": "True",
+                "lastProbeTime": now,
+                "lastTransitionTime": now,
+                "reason": "SuccessCriteriaMet",
+                "message": "Job success criteria met for timeout test",
+            },
+            {
+                "type": "Complete",
+                "status": "True",
+                "lastProbeTime": now,
+                "lastTransitionTime": now,
+                "reason": "Completed",
+                "message": "Job completed successfully for timeout test",
+            },
+        ]
+        status["completionTime"] = now
+        status["succeeded"] = 1
+
+    await update_live(sc.client, JOBS, name, sc.namespace, complete, status=True)
     await sc.advance(28, name)
     assert (await sc.get(name))["status"]["jobDeploymentStatus"] == "Running"
     await sc.advance(3, name)
@@ -310,8 +317,11 @@ async def test_ray_job__ray_cluster_status_update_propagates_to_ray_job(e2e: E2E
         return bool(job["status"]["rayClusterStatus"].get("maxWorkerReplicas") == value)
 
     await eventually(lambda: mirrored(original), "the RayJob mirrors maxWorkerReplicas")
-    cluster["status"]["maxWorkerReplicas"] = original + 2
-    await sc.client.update_status(RAYCLUSTERS, cluster)
+
+    def bump(obj: dict[str, Any]) -> None:
+        obj["status"]["maxWorkerReplicas"] = original + 2
+
+    await update_live(sc.client, RAYCLUSTERS, cluster["metadata"]["name"], sc.namespace, bump, status=True)
     await eventually(lambda: mirrored(original + 2), "the RayJob sees the new maxWorkerReplicas")
     await sc.client.delete(RAYJOBS, name, sc.namespace)
 
@@ -871,8 +881,8 @@ async def test_ray_job_light_weight_mode__should_transition_to_complete_if_the_r
 
 async def test_ray_job_light_weight_mode__successful_ray_job_in_http_mode_with_auth_token(e2e: E2E) -> None:
     """rayjob_lightweight_test.go:TestRayJobLightWeightMode/"Successful RayJob in HTTP mode with
-    auth token" (the fake head does not check a token it would have to read from the generated
-    Secret, so this shows the wiring, not the handshake; the real-Ray tier runs without auth)."""
+    auth token" (the fake head requires the token its generated Secret holds, as Ray does, so
+    success shows the operator sent it)."""
     sc = e2e
     name = "counter-auth"
     doc = e2e_rayjob(

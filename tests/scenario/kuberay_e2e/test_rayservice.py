@@ -12,6 +12,7 @@ import pytest
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from kuberay_py.client import ApiError
 from kuberay_py.client.resources import PODS, SERVICES
+from tests.live import update_live
 
 from ..conftest import Scenario, condition, eventually, sample, wait_ready
 
@@ -119,11 +120,24 @@ async def test_ray_service_in_place_update(scenario: Scenario) -> None:
     """rayservice_in_place_update_test.go:TestRayServiceInPlaceUpdate: a user_config change is
     served by the same cluster."""
     sc = scenario
-    svc = await _ready_sample(sc)
-    config = svc["spec"]["serveConfigV2"].replace("price: 3", "price: 4").replace("factor: 5", "factor: 3")
-    svc["spec"]["serveConfigV2"] = config
-    await sc.client.update(RAYSERVICES, svc)
+    await _ready_sample(sc)
+
+    def reprice(svc: dict[str, Any]) -> None:
+        config = (
+            svc["spec"]["serveConfigV2"].replace("price: 3", "price: 4").replace("factor: 5", "factor: 3")
+        )
+        svc["spec"]["serveConfigV2"] = config
+
+    await update_live(sc.client, RAYSERVICES, "rayservice-sample", sc.namespace, reprice)
     await answers(sc, "rayservice-sample", "8", "9 pizzas please!")
+
+
+def _price_and_env(svc: dict[str, Any]) -> None:
+    """The edit both TestUpdateServeConfigAndRayClusterSpec tests make: a price and a head env var."""
+    svc["spec"]["serveConfigV2"] = svc["spec"]["serveConfigV2"].replace("price: 3", "price: 456")
+    svc["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "FOO", "value": "BAR"}
+    ]
 
 
 async def test_update_serve_config_and_ray_cluster_spec(scenario: Scenario) -> None:
@@ -132,15 +146,13 @@ async def test_update_serve_config_and_ray_cluster_spec(scenario: Scenario) -> N
     by a finalizer) still serves the old config."""
     sc = scenario
     svc = await _ready_sample(sc)
-    svc["spec"]["serveConfigV2"] = svc["spec"]["serveConfigV2"].replace("price: 3", "price: 456")
-    svc["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"] = [
-        {"name": "FOO", "value": "BAR"}
-    ]
     old_name = svc["status"]["activeServiceStatus"]["rayClusterName"]
-    old = await sc.client.get(RAYCLUSTERS, old_name, sc.namespace)
-    old["metadata"]["finalizers"] = [*(old["metadata"].get("finalizers") or []), "no-existed-finalizer"]
-    await sc.client.update(RAYCLUSTERS, old)
-    await sc.client.update(RAYSERVICES, svc)
+
+    def hold(old: dict[str, Any]) -> None:
+        old["metadata"]["finalizers"] = [*(old["metadata"].get("finalizers") or []), "no-existed-finalizer"]
+
+    await update_live(sc.client, RAYCLUSTERS, old_name, sc.namespace, hold)
+    await update_live(sc.client, RAYSERVICES, "rayservice-sample", sc.namespace, _price_and_env)
 
     async def switched() -> bool:
         cur = await sc.get("rayservice-sample")
@@ -161,14 +173,10 @@ async def test_update_serve_config_and_ray_cluster_spec_with_upgrade_disabled(sc
     with upgradeStrategy None the new config is applied in place and the cluster is left alone."""
     sc = scenario
     svc = await _ready_sample(sc, upgradeStrategy={"type": "None"})
-    svc["spec"]["serveConfigV2"] = svc["spec"]["serveConfigV2"].replace("price: 3", "price: 456")
-    svc["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"][0]["env"] = [
-        {"name": "FOO", "value": "BAR"}
-    ]
     old = await sc.client.get(
         RAYCLUSTERS, svc["status"]["activeServiceStatus"]["rayClusterName"], sc.namespace
     )
-    await sc.client.update(RAYSERVICES, svc)
+    await update_live(sc.client, RAYSERVICES, "rayservice-sample", sc.namespace, _price_and_env)
     await answers(sc, "rayservice-sample", "912", "15 pizzas please!")
     after = await sc.client.get(RAYCLUSTERS, old["metadata"]["name"], sc.namespace)
     assert after == old  # KubeRay compares the whole object: not even a status write
