@@ -19,6 +19,7 @@ import aiohttp
 import yaml
 
 from controllers import constants as c
+from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.rayservice.reconciler import RayServiceOptions
@@ -99,8 +100,12 @@ def start_operator(
     serve_poll_interval: float = 0.2,
     env: dict[str, str] | None = None,
     clock: Clock | None = None,
+    namespaces: list[str] | None = None,
+    raycluster_options: RayClusterOptions | None = None,
 ) -> Operator:
-    """The manager with the RayService (and by default RayCluster) controller, running on this loop."""
+    """The manager with the RayService (and by default RayCluster) controller, running on this loop.
+
+    ``namespaces`` limits what it watches (two operators with different gates side by side)."""
     mgr = Manager(
         config,
         ManagerOptions(
@@ -109,11 +114,12 @@ def start_operator(
             cache_selectors=cache_selectors(),
             cache_transforms=cache_transforms(),
             graceful_shutdown_timeout=5.0,
+            namespaces=namespaces,
         ),
         clock=clock,
     )
     if raycluster:
-        setup_raycluster(mgr)
+        setup_raycluster(mgr, options=raycluster_options)
     rs = setup_rayservice(
         mgr,
         head_check_period=head_check_period,

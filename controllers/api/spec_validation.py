@@ -10,7 +10,8 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.api.errors import FieldError
-from controllers.api.names import label_value_errors, qualified_name_errors
+from controllers.api.gates import ClusterGates
+from controllers.api.names import dns1123_label_errors, label_value_errors, qualified_name_errors
 from controllers.api.podtemplate import containers, pod_spec, ray_container
 from controllers.api.raycluster import RayClusterSpec, WorkerGroupSpec
 from controllers.common import ray_version
@@ -19,6 +20,7 @@ __all__ = ["is_autoscaling_enabled", "is_autoscaling_v2_enabled", "validate_rayc
 
 _RAY_START_RESOURCE_KEYS = ("num-cpus", "num-gpus", "memory", "resources")
 _MANAGED_BY_VALUES = ("ray.io/kuberay-operator", "kueue.x-k8s.io/multikueue")
+_SNAKE = {"ingressRules": "ingress_rules", "egressRules": "egress_rules"}
 
 
 def is_autoscaling_enabled(spec: RayClusterSpec) -> bool:
@@ -53,8 +55,16 @@ def _v2_requested(spec: RayClusterSpec) -> bool:
 class _Checker:
     """Collects errors for one spec; ``path`` is where the spec sits in the object."""
 
-    def __init__(self, spec: RayClusterSpec, annotations: dict[str, str], path: str, owner_kind: str) -> None:
+    def __init__(
+        self,
+        spec: RayClusterSpec,
+        annotations: dict[str, str],
+        path: str,
+        owner_kind: str,
+        gates: ClusterGates,
+    ) -> None:
         self.spec = spec
+        self.gates = gates
         self.annotations = annotations
         self.path = path
         self.owner_kind = owner_kind
@@ -305,12 +315,59 @@ class _Checker:
     def unsupported(self) -> None:
         for field, value, gate in (
             ("historyServerOptions", self.spec.history_server_options, "RayClusterHistoryServer"),
-            ("networkPolicy", self.spec.network_policy, "RayClusterNetworkPolicy"),
             ("tlsOptions", self.spec.tls_options, "RayClusterMTLS"),
         ):
             if value is not None:
                 self.add(
                     field, f"is not supported by kuberay-py (KubeRay gates it behind {gate}, off by default)"
+                )
+
+    def network_policy(self) -> None:
+        """KubeRay's gate check, then ``validateNetworkPolicy``: rules only for a denied direction,
+        group overrides naming existing groups, group names usable in an object name."""
+        policy = self.spec.network_policy
+        if policy is None:
+            return
+        if not self.gates.network_policy:
+            self.add(
+                "networkPolicy",
+                "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be enabled",
+            )
+            return
+        mode = policy.mode or "DenyAll"
+        unrestricted = {"DenyAllEgress": "ingressRules", "DenyAllIngress": "egressRules"}.get(mode)
+        direction = "ingress" if mode == "DenyAllEgress" else "egress"
+
+        def rules_for_mode(rel: str, label: str, rules: Any) -> None:
+            if unrestricted is not None and getattr(rules, _SNAKE[unrestricted]):
+                self.add(
+                    f"networkPolicy.{rel}.{unrestricted}",
+                    f"networkPolicy.{label}.{unrestricted} cannot be set when mode is \"{mode}\" "
+                    f"({direction} is not restricted)",
+                )
+
+        if policy.head is not None:
+            rules_for_mode("head", "head", policy.head)
+        if policy.worker is not None:
+            rules_for_mode("worker", "worker", policy.worker)
+        names = set()
+        for i, group in enumerate(self.spec.worker_group_specs or []):
+            name = group.group_name or ""
+            names.add(name)
+            errs = dns1123_label_errors(name)
+            if errs:
+                self.add(
+                    f"workerGroupSpecs[{i}].groupName",
+                    f'worker group name "{name}" must be a valid DNS1123 label when networkPolicy is '
+                    f"enabled (it is embedded in the NetworkPolicy name): {'; '.join(errs)}",
+                )
+        for i, override in enumerate(policy.worker_groups or []):
+            label = f'workerGroups["{override.group_name}"]'
+            rules_for_mode(f"workerGroups[{i}]", label, override)
+            if override.group_name not in names:
+                self.add(
+                    f"networkPolicy.workerGroups[{i}].groupName",
+                    f"networkPolicy.{label} does not match any group name in workerGroupSpecs",
                 )
 
     def upgrade_and_ownership(self, labels: dict[str, str]) -> None:
@@ -339,13 +396,14 @@ def validate_raycluster_spec(
     path: str = "spec",
     labels: dict[str, str] | None = None,
     owner_kind: str = "RayCluster",
+    gates: ClusterGates = ClusterGates(),
 ) -> list[FieldError]:
     """Every rule KubeRay applies to a RayClusterSpec; ``path`` prefixes each error path.
 
     ``annotations``/``labels`` are the owning object's (the FT annotation and the creator label
     change what is allowed); ``owner_kind`` is "RayService" when this is a ``rayClusterConfig``.
     """
-    check = _Checker(spec, annotations or {}, path, owner_kind)
+    check = _Checker(spec, annotations or {}, path, owner_kind, gates)
     autoscaling = is_autoscaling_enabled(spec)
     head = check.head()
     seen: dict[str, int] = {}
@@ -355,5 +413,6 @@ def validate_raycluster_spec(
     check.autoscaler(head, autoscaling)
     check.auth()
     check.unsupported()
+    check.network_policy()
     check.upgrade_and_ownership(labels or {})
     return check.errors

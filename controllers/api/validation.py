@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from controllers import constants as C
 from controllers.api.errors import Category, FieldError
+from controllers.api.gates import ClusterGates
 from controllers.api.names import dns1035_label_errors, parse_go_duration
 from controllers.api.raycluster import RayCluster, RayClusterStatus
 from controllers.api.rayservice import RayService, RayServiceSpec, ServeConfigError, parse_serve_config
@@ -128,8 +129,10 @@ def _loaded(model: type[_Object], obj: _Object | dict[str, Any]) -> _Object | li
         return errors_from_pydantic(exc)
 
 
-def validate_raycluster(obj: RayCluster | dict[str, Any]) -> list[FieldError]:
-    """All problems with a RayCluster (metadata, spec and status)."""
+def validate_raycluster(
+    obj: RayCluster | dict[str, Any], *, gates: ClusterGates = ClusterGates()
+) -> list[FieldError]:
+    """All problems with a RayCluster (metadata, spec and status); ``gates``: the alpha feature gates."""
     cluster = _loaded(RayCluster, obj)
     if isinstance(cluster, list):
         return cluster
@@ -138,7 +141,12 @@ def validate_raycluster(obj: RayCluster | dict[str, Any]) -> list[FieldError]:
         errs.append(FieldError("spec", "spec is required"))
     else:
         errs += validate_raycluster_spec(
-            cluster.spec, cluster.annotations, path="spec", labels=cluster.labels, owner_kind="RayCluster"
+            cluster.spec,
+            cluster.annotations,
+            path="spec",
+            labels=cluster.labels,
+            owner_kind="RayCluster",
+            gates=gates,
         )
     errs += validate_raycluster_status(cluster.status)
     return errs

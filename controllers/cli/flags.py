@@ -75,6 +75,10 @@ def _non_negative_float(value: str) -> float:
 # KubeRay v1.7's gates this operator implements, with their defaults (docs/reference/rayjob.md §9).
 FEATURE_GATES: dict[str, bool] = {
     "RayCronJob": False,
+    "RayClusterNetworkPolicy": False,
+    "RayClusterMTLS": False,
+    "RayClusterHistoryServer": False,
+    "GCSFaultToleranceEmbeddedStorage": False,
     "RayJobDeletionPolicy": True,
     "RayServiceIncrementalUpgrade": True,
 }
@@ -175,8 +179,8 @@ def _add_operator_tuning(p: argparse.ArgumentParser) -> None:
         type=parse_feature_gates,
         default=dict(FEATURE_GATES),
         help=(
-            "KubeRay feature gates, e.g. RayCronJob=true (default: RayCronJob off, RayJobDeletionPolicy "
-            "and RayServiceIncrementalUpgrade on)"
+            "KubeRay feature gates, e.g. RayCronJob=true (default: RayJobDeletionPolicy and "
+            "RayServiceIncrementalUpgrade on, the alpha ones off)"
         ),
     )
     p.add_argument(

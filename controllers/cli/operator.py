@@ -15,6 +15,7 @@ from typing import Any
 
 import anyio
 
+from controllers.api.gates import ClusterGates
 from controllers.batchscheduler import from_options as batch_scheduler_from_options
 from controllers.constants import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from controllers.metrics import register_info_metrics
@@ -80,6 +81,7 @@ def build_manager(
             openshift=OpenShift(
                 manager.client, use_ingress=os.environ.get(USE_INGRESS_ON_OPENSHIFT, "").lower() == "true"
             ),
+            gates=ClusterGates.from_feature_gates(flags.feature_gates),
         ),
         max_concurrent_reconciles=flags.reconcile_concurrency,
         resync_period=flags.raycluster_resync_period,

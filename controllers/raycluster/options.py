@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from controllers import constants as C
+from controllers.api.gates import ClusterGates
 from controllers.batchscheduler import Scheduler
 from controllers.raycluster.route import OpenShift
 
@@ -47,6 +48,8 @@ class RayClusterOptions:
     batch_scheduler: Scheduler | None = None
     # OpenShift detection for the head Route (controllers.raycluster.route); None: Ingress only.
     openshift: OpenShift | None = None
+    # The alpha feature gates that change what a spec may say (from --feature-gates, not the env).
+    gates: ClusterGates = field(default_factory=ClusterGates)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RayClusterOptions:

@@ -101,7 +101,7 @@ class RayClusterReconciler:
             pods,
         )
 
-        errors = validate_raycluster(cluster)
+        errors = validate_raycluster(cluster, gates=self.options.gates)
         if errors:
             await report_invalid(ctx, errors)
             return Result()

@@ -19,6 +19,7 @@ from controllers import constants as C
 from controllers.batchscheduler.kubernetes_was import PODGROUPS as WAS_PODGROUPS
 from controllers.batchscheduler.kubernetes_was import WORKLOADS as WAS_WORKLOADS
 from controllers.batchscheduler.volcano import PODGROUPS as VOLCANO_PODGROUPS
+from controllers.raycluster import networkpolicy_controller
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod_cache import slim_pod
 from controllers.raycluster.reconciler import RayClusterReconciler
@@ -88,4 +89,6 @@ def setup(
     elif owned == WAS_WORKLOADS:  # KubernetesWAS
         builder = builder.owns(WAS_WORKLOADS).owns(WAS_PODGROUPS)
     builder.with_options(max_concurrent_reconciles=max_concurrent_reconciles).complete(reconciler)
+    if opts.gates.network_policy:
+        networkpolicy_controller.setup(manager, max_concurrent_reconciles=max_concurrent_reconciles)
     return reconciler

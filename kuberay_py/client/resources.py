@@ -25,6 +25,7 @@ __all__ = [
     "JOBS",
     "LEASES",
     "NAMESPACES",
+    "NETWORKPOLICIES",
     "NODES",
     "PODS",
     "ROLEBINDINGS",
@@ -92,6 +93,7 @@ CLUSTERROLEBINDINGS = Resource(
     "rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", namespaced=False
 )
 INGRESSES = Resource("networking.k8s.io", "v1", "Ingress", "ingresses")
+NETWORKPOLICIES = Resource("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies")
 JOBS = Resource("batch", "v1", "Job", "jobs")
 CRDS = Resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", False)
 # Gateway API v1 (standard channel); served only where its CRDs are installed.

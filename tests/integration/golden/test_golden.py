@@ -3,13 +3,17 @@
 Each sample goes into a fresh namespace on envtest with the operator running and no kubelet, as
 the golden files were produced (``tests/fixtures/kuberay/golden/README.md``). When the same set
 of objects exists and statuses are written, everything is read back, normalised by the same
-rules and compared leaf by leaf. Every remaining difference must match an entry of ``ALLOWED``,
+rules and compared leaf by leaf. The samples under ``golden/gated/`` use alpha features: they run
+under a second operator, watching only their namespaces, with those gates on (as KubeRay's run
+for them had them on), while the others run with the default gates. Every remaining difference
+must match an entry of ``ALLOWED``,
 each of which names its reason in docs/differences.md; an allowed entry that no longer matches
 anything fails too, so the list only shrinks.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -20,11 +24,14 @@ import pytest_asyncio
 import yaml
 
 from controllers import constants as c
+from controllers.api.gates import ClusterGates
+from controllers.raycluster.options import RayClusterOptions
 from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import (
     CONFIGMAPS,
     CRDS,
     EVENTS,
+    NETWORKPOLICIES,
     PODS,
     ROLEBINDINGS,
     ROLES,
@@ -36,9 +43,14 @@ from kuberay_py.envtest import Environment
 from tests import golden, polling
 from tests.rayservice_harness import CRD_DIR, SAMPLES, start_operator, stop_operator
 
+GATED = "gated/"  # golden files produced with KubeRay's alpha gates on (golden/gated/README.md)
 SAMPLE_NAMES = sorted(p.name for p in golden.GOLDEN.glob("*.yaml"))
+SAMPLE_NAMES += sorted(GATED + p.name for p in (golden.GOLDEN / "gated").glob("*.yaml"))
 _APPLIED_FIRST = {"ConfigMap": CONFIGMAPS, "Secret": SECRETS, "Service": SERVICES, "Pod": PODS}
-_READ = [c.RAYSERVICES, c.RAYCLUSTERS, PODS, SERVICES, SERVICEACCOUNTS, ROLES, ROLEBINDINGS, SECRETS]
+_READ = [
+    c.RAYSERVICES, c.RAYCLUSTERS, PODS, SERVICES, SERVICEACCOUNTS, ROLES, ROLEBINDINGS, SECRETS,
+    NETWORKPOLICIES,
+]  # fmt: skip
 
 # (sample glob, path regex, value regex or None, why; the docs/differences.md entry). Paths look
 # like "Pod/<name>#<i>.spec.containers[0].env[3].name" or "events"; the value regex is matched
@@ -68,17 +80,25 @@ async def applied(envtest: Environment) -> AsyncIterator[dict[str, Applied]]:
     except NotFound:
         await envtest.install_crds([str(CRD_DIR)])
         await envtest.wait_for_crds(["rayclusters.ray.io", "rayservices.ray.io"])
-    op = start_operator(envtest.client_config)
     out: dict[str, Applied] = {}
+    namespaces = {sample: await envtest.create_namespace() for sample in SAMPLE_NAMES}
+    gated = [ns for sample, ns in namespaces.items() if sample.startswith(GATED)]
+    plain = [ns for ns in namespaces.values() if ns not in gated]
+    all_gates = dataclasses.replace(RayClusterOptions.from_env(), gates=ClusterGates.all_on())
+    ops = [
+        start_operator(envtest.client_config, namespaces=plain),
+        start_operator(envtest.client_config, namespaces=gated, raycluster_options=all_gates),
+    ]
     try:
-        for sample in SAMPLE_NAMES:
-            namespace = await envtest.create_namespace()
-            out[sample] = Applied(namespace, await _apply_sample(client, namespace, sample))
+        for sample, namespace in namespaces.items():
+            applied = await _apply_sample(client, namespace, sample.removeprefix(GATED))
+            out[sample] = Applied(namespace, applied)
         yield out
     finally:
-        await stop_operator(op)
-        for item in out.values():
-            await envtest.delete_namespace(item.namespace)
+        for op in ops:
+            await stop_operator(op)
+        for namespace in namespaces.values():
+            await envtest.delete_namespace(namespace)
         await client.close()
 
 
@@ -114,7 +134,8 @@ def _allowed(sample: str, difference: tuple[str, Any, Any]) -> str | None:
     path, theirs, ours = difference
     value = str(ours if theirs == "<absent>" else theirs)
     for pattern, path_re, value_re, why in ALLOWED:
-        if not (re.fullmatch(pattern.replace("*", ".*"), sample) and re.fullmatch(path_re, path)):
+        name = sample.removeprefix(GATED)
+        if not (re.fullmatch(pattern.replace("*", ".*"), name) and re.fullmatch(path_re, path)):
             continue
         if value_re is None or re.fullmatch(value_re, value):
             return why

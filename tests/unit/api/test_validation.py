@@ -147,7 +147,7 @@ CLUSTER_CASES: list[tuple[str, Mutation, str, str]] = [
         "network policy",
         set_path("spec.networkPolicy", {"mode": "DenyAll"}),
         "spec.networkPolicy",
-        "not supported",
+        "requires the RayClusterNetworkPolicy feature gate",
     ),
     ("replicas is a string", set_path(f"{W0}.replicas", "3"), f"{W0}.replicas", "integer"),
     ("suspend is a string", set_path("spec.suspend", "yes"), "spec.suspend", "boolean"),

@@ -85,3 +85,16 @@ def test_the_readme_documents_every_run_and_demo_flag() -> None:
             options = [o for o in action.option_strings if o not in ("-h", "--help")]
             if options:
                 assert any(f"`{o}" in readme for o in options), f"README lacks {command} {options}"
+
+
+@pytest.mark.parametrize(
+    ("argv", "on"), [([], False), (["--feature-gates", "RayClusterNetworkPolicy=true"], True)]
+)
+def test_the_network_policy_gate_starts_its_controller(argv: list[str], on: bool) -> None:
+    """Off by default as in KubeRay v1.7.0; on, the NetworkPolicy controller is registered."""
+    from controllers.cli.operator import build_manager
+    from kuberay_py.client import ClientConfig
+
+    flags = operator_flags(parse_args(argv))
+    manager = build_manager(ClientConfig(host="http://127.0.0.1:1"), flags, leader_election=False)
+    assert ("networkpolicy" in manager.controllers) is on

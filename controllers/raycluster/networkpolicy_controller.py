@@ -1,0 +1,155 @@
+"""The NetworkPolicy controller (gate RayClusterNetworkPolicy): its own controller, as in KubeRay.
+
+KubeRay v1.7.0 runs it next to the RayCluster controller, only with the gate on, watching
+RayClusters on generation changes and the NetworkPolicies they control; its events come from
+``networkpolicy-controller``. A reconcile:
+
+* skips a cluster being deleted (the policies go with it through their owner reference) or one
+  ``managedBy`` another controller;
+* without ``spec.networkPolicy`` deletes the policies this cluster controls (the field was removed);
+* otherwise creates or updates the head's and each group's policy, then deletes the ones it
+  controls that are no longer wanted (a removed worker group).
+
+A policy of that name that this cluster does not control is left alone: a Warning
+``NetworkPolicyNameCollision`` and a rate-limited retry, as KubeRay. Unlike KubeRay, which sends a
+Create every reconcile and reads back on AlreadyExists, the cached policy is compared first, so
+a converged cluster costs no request. The spec is not validated here: the RayCluster controller
+reports an invalid one, and an API error here becomes a Failed* event.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from controllers import constants as C
+from controllers.common import cluster as common
+from controllers.common.cache import CacheReader
+from controllers.common.events import Recorder, write_with_events
+from controllers.raycluster.networkpolicy import build_policies, normalised_spec, same_policy
+from kuberay_py.client import AlreadyExists, Client, NotFound
+from kuberay_py.client.resources import NETWORKPOLICIES
+from kuberay_py.controller import GenerationChanged, Request, Result
+from kuberay_py.log import get_logger
+from kuberay_py.objects import Obj
+
+if TYPE_CHECKING:
+    from kuberay_py.manager.manager import Manager
+
+__all__ = ["CONTROLLER_NAME", "NameCollision", "NetworkPolicyReconciler", "setup"]
+
+CONTROLLER_NAME = "networkpolicy-controller"
+log = get_logger("controllers.networkpolicy")
+
+
+class NameCollision(Exception):
+    """A NetworkPolicy of the wanted name exists and another owner controls it."""
+
+
+def _controlled_by(obj: Obj, cluster: Obj) -> bool:
+    uid = cluster["metadata"]["uid"]
+    return any(
+        r.get("controller") and r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or []
+    )
+
+
+class NetworkPolicyReconciler:
+    def __init__(self, client: Client, cache: CacheReader, recorder: Recorder) -> None:
+        self.client = client
+        self.cache = cache
+        self.recorder = recorder
+
+    async def reconcile(self, request: Request) -> Result:
+        cluster = self.cache.get(C.RAYCLUSTERS, request.name, request.namespace)
+        if cluster is None or cluster["metadata"].get("deletionTimestamp"):
+            return Result()
+        managed_by = common.spec(cluster).get("managedBy")
+        if managed_by and managed_by != "ray.io/kuberay-operator":
+            log.info("skipping RayCluster managed by a custom controller", managed_by=managed_by)
+            return Result()
+        if common.spec(cluster).get("networkPolicy") is None:
+            await self._delete_stale(cluster, set())
+            return Result()
+        wanted = build_policies(cluster)
+        for policy in wanted:
+            await self._apply(cluster, policy)
+        await self._delete_stale(cluster, {p["metadata"]["name"] for p in wanted})
+        return Result()
+
+    async def _apply(self, cluster: Obj, desired: dict[str, Any]) -> None:
+        ns, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
+        existing = self.cache.get(NETWORKPOLICIES, name, ns)
+        if existing is None:
+            try:
+                await write_with_events(
+                    self.recorder,
+                    cluster,
+                    self.client.create(NETWORKPOLICIES, desired, ns),
+                    failed=(
+                        "FailedToCreateNetworkPolicy",
+                        f"Failed to create NetworkPolicy {ns}/{name}: {{error}}",
+                    ),
+                    done=("CreatedNetworkPolicy", f"Created NetworkPolicy {ns}/{name}"),
+                    expected=(AlreadyExists,),
+                )
+                return
+            except AlreadyExists:
+                existing = await self.client.get(NETWORKPOLICIES, name, ns)  # the cache had not seen it yet
+        if not _controlled_by(existing, cluster):
+            self.recorder.event(
+                cluster,
+                C.WARNING,
+                "NetworkPolicyNameCollision",
+                f"NetworkPolicy {ns}/{name} already exists and is not owned by this RayCluster, network "
+                "isolation will not be applied. Rename the existing NetworkPolicy or use a different "
+                "RayCluster name to avoid the collision",
+            )
+            raise NameCollision(
+                f"NetworkPolicy {ns}/{name} already exists and is not owned by this RayCluster"
+            )
+        if same_policy(existing, desired):
+            return
+        body = {**existing, "metadata": {**existing["metadata"], "labels": desired["metadata"]["labels"]}}
+        body["spec"] = normalised_spec(desired["spec"])
+        await write_with_events(
+            self.recorder,
+            cluster,
+            self.client.update(NETWORKPOLICIES, body),
+            failed=("FailedToUpdateNetworkPolicy", f"Failed to update NetworkPolicy {ns}/{name}: {{error}}"),
+            done=("UpdatedNetworkPolicy", f"Updated NetworkPolicy {ns}/{name}"),
+        )
+
+    async def _delete_stale(self, cluster: Obj, wanted: set[str]) -> None:
+        ns, cluster_name = cluster["metadata"]["namespace"], cluster["metadata"]["name"]
+        for policy in self.cache.list(NETWORKPOLICIES, ns, labels={C.RAY_CLUSTER_LABEL_KEY: cluster_name}):
+            name = policy["metadata"]["name"]
+            if name in wanted or not _controlled_by(policy, cluster):
+                continue
+            try:
+                await write_with_events(
+                    self.recorder,
+                    cluster,
+                    self.client.delete(NETWORKPOLICIES, name, ns),
+                    failed=(
+                        "FailedToDeleteNetworkPolicy",
+                        f"Failed to delete NetworkPolicy {ns}/{name}: {{error}}",
+                    ),
+                    done=("DeletedNetworkPolicy", f"Deleted NetworkPolicy {ns}/{name}"),
+                    expected=(NotFound,),
+                )
+            except NotFound:
+                continue
+
+
+def setup(manager: Manager, *, max_concurrent_reconciles: int = 1) -> NetworkPolicyReconciler:
+    """Register the controller (the caller checks the gate, as KubeRay's main does)."""
+    reconciler = NetworkPolicyReconciler(
+        manager.client, manager.cache, manager.event_recorder(CONTROLLER_NAME)
+    )
+    (
+        manager.controller("networkpolicy")
+        .for_(C.RAYCLUSTERS, predicates=[GenerationChanged()])
+        .owns(NETWORKPOLICIES)
+        .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
+        .complete(reconciler)
+    )
+    return reconciler

@@ -1,0 +1,203 @@
+"""``spec.networkPolicy`` end to end: the NetworkPolicy controller behind RayClusterNetworkPolicy.
+
+With the gate on, the policies follow the spec (a group added or removed, the mode changed, the
+field removed) and a same-named policy someone else owns is left alone. With the gate off (its
+v1.7.0 default) the spec is invalid: one Warning, ``status.reason``, nothing created.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import dataclasses
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from controllers import constants as C
+from controllers.api.gates import ClusterGates
+from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.setup import cache_selectors, cache_transforms, setup
+from kuberay_py.client import Client
+from kuberay_py.client.resources import EVENTS, NETWORKPOLICIES, PODS
+from kuberay_py.envtest import Environment
+from kuberay_py.manager import Manager, ManagerOptions
+from tests.integration.raycluster.conftest import eventually, sample_cluster
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+DNS = {
+    "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
+    "ports": [{"port": 53, "protocol": "UDP"}],
+}
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def start(rc_env: Environment, rc_namespace: str) -> AsyncIterator[Any]:
+    tasks: list[tuple[Manager, asyncio.Task[None]]] = []
+
+    def run(gates: ClusterGates) -> None:
+        manager = Manager(
+            rc_env.client_config,
+            ManagerOptions(
+                metrics_bind_address="0",
+                health_probe_bind_address="0",
+                namespaces=[rc_namespace],
+                cache_selectors=cache_selectors(),
+                cache_transforms=cache_transforms(),
+                graceful_shutdown_timeout=5.0,
+            ),
+        )
+        setup(manager, options=dataclasses.replace(RayClusterOptions.from_env({}), gates=gates))
+        tasks.append((manager, asyncio.create_task(manager.run(install_signal_handlers=False))))
+
+    try:
+        yield run
+    finally:
+        for manager, task in tasks:
+            manager.stop()
+            await asyncio.wait_for(task, 30)
+
+
+async def policies(client: Client, ns: str) -> dict[str, dict[str, Any]]:
+    items = (await client.list(NETWORKPOLICIES, ns))["items"]
+    return {p["metadata"]["name"]: p for p in items}
+
+
+async def events(client: Client, ns: str, reason: str) -> list[str]:
+    return [e.get("note", "") for e in (await client.list(EVENTS, ns))["items"] if e.get("reason") == reason]
+
+
+async def edit(client: Client, ns: str, name: str, change: Any) -> None:
+    from kuberay_py.client import Conflict
+
+    for _ in range(10):
+        body = await client.get(C.RAYCLUSTERS, name, ns)
+        change(body["spec"])
+        try:
+            await client.update(C.RAYCLUSTERS, body)
+            return
+        except Conflict:
+            continue
+    raise AssertionError("could not update the RayCluster")
+
+
+async def test_policies_follow_the_spec(start: Any, rc_client: Client, rc_namespace: str) -> None:
+    start(ClusterGates(network_policy=True))
+    ns = rc_namespace
+    body = sample_cluster("np", ns, replicas=1)
+    body["spec"]["networkPolicy"] = {"mode": "DenyAll", "worker": {"egressRules": [DNS]}}
+    created = await rc_client.create(C.RAYCLUSTERS, body, ns)
+
+    got = await eventually(
+        lambda: _names(rc_client, ns, {"np-head", "np-workers-small-group"}), "both policies"
+    )
+    head = got["np-head"]
+    assert head["metadata"]["ownerReferences"] == [
+        {
+            "apiVersion": "ray.io/v1",
+            "kind": "RayCluster",
+            "name": "np",
+            "uid": created["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+    assert got["np-workers-small-group"]["spec"]["egress"][1] == DNS
+    assert await eventually(lambda: events(rc_client, ns, "CreatedNetworkPolicy"), "the Created event") == [
+        f"Created NetworkPolicy {ns}/np-head"
+    ]
+
+    # A second group gets its own policy; the mode change rewrites the existing ones.
+    def add_group_and_deny_ingress_only(spec: dict[str, Any]) -> None:
+        group = copy.deepcopy(spec["workerGroupSpecs"][0])
+        group["groupName"] = "big"
+        spec["workerGroupSpecs"].append(group)
+        spec["networkPolicy"] = {"mode": "DenyAllIngress"}
+
+    await edit(rc_client, ns, "np", add_group_and_deny_ingress_only)
+
+    async def ingress_only() -> dict[str, Any] | None:
+        got = await _names(rc_client, ns, {"np-head", "np-workers-small-group", "np-workers-big"})
+        if got and all(
+            p["spec"]["policyTypes"] == ["Ingress"] and "egress" not in p["spec"] for p in got.values()
+        ):
+            return got
+        return None
+
+    await eventually(ingress_only, "three ingress-only policies")
+    assert await eventually(lambda: events(rc_client, ns, "UpdatedNetworkPolicy"), "the Updated event")
+
+    # Removing a group removes its policy.
+    await edit(rc_client, ns, "np", lambda spec: spec["workerGroupSpecs"].pop())
+    await eventually(
+        lambda: _names(rc_client, ns, {"np-head", "np-workers-small-group"}), "the group's policy gone"
+    )
+    assert await events(rc_client, ns, "DeletedNetworkPolicy") == [
+        f"Deleted NetworkPolicy {ns}/np-workers-big"
+    ]
+
+    # Removing networkPolicy removes every policy of the cluster, and nothing else.
+    await edit(rc_client, ns, "np", lambda spec: spec.pop("networkPolicy"))
+
+    async def none_left() -> bool:
+        return await policies(rc_client, ns) == {}
+
+    await eventually(none_left, "no policies left")
+    assert (await rc_client.list(PODS, ns))["items"], "the cluster itself keeps running"
+
+
+async def _names(client: Client, ns: str, names: set[str]) -> dict[str, dict[str, Any]] | None:
+    got = await policies(client, ns)
+    return got if set(got) == names else None
+
+
+async def test_a_same_named_policy_of_someone_else_is_left_alone(
+    start: Any, rc_client: Client, rc_namespace: str
+) -> None:
+    ns = rc_namespace
+    foreign = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": {"name": "col-head", "labels": {"team": "infra"}},
+        "spec": {"podSelector": {}, "policyTypes": ["Ingress"]},
+    }
+    await rc_client.create(NETWORKPOLICIES, foreign, ns)
+    start(ClusterGates(network_policy=True))
+    body = sample_cluster("col", ns, replicas=0)
+    body["spec"]["networkPolicy"] = {}
+    await rc_client.create(C.RAYCLUSTERS, body, ns)
+
+    [message] = await eventually(lambda: events(rc_client, ns, "NetworkPolicyNameCollision"), "the collision")
+    assert message.startswith(
+        f"NetworkPolicy {ns}/col-head already exists and is not owned by this RayCluster"
+    )
+    kept = (await policies(rc_client, ns))["col-head"]
+    assert kept["spec"] == {"podSelector": {}, "policyTypes": ["Ingress"]}
+    assert kept["metadata"]["labels"] == {"team": "infra"}
+
+
+async def test_gate_off_the_spec_is_invalid_and_nothing_is_created(
+    start: Any, rc_client: Client, rc_namespace: str
+) -> None:
+    ns = rc_namespace
+    start(ClusterGates())
+    body = sample_cluster("off", ns, replicas=1)
+    body["spec"]["networkPolicy"] = {"mode": "DenyAll"}
+    await rc_client.create(C.RAYCLUSTERS, body, ns)
+
+    gate = "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be enabled"
+    want = f"spec.networkPolicy: {gate}"
+    assert await eventually(
+        lambda: events(rc_client, ns, C.EVENT_INVALID_RAYCLUSTER_SPEC), "the Warning"
+    ) == [want]
+
+    async def reason() -> str | None:
+        status = (await rc_client.get(C.RAYCLUSTERS, "off", ns)).get("status") or {}
+        return status.get("reason")
+
+    assert await eventually(reason, "status.reason") == want
+    assert (await rc_client.list(PODS, ns))["items"] == []
+    assert await policies(rc_client, ns) == {}
