@@ -326,3 +326,14 @@ DEFAULT_SUBMITTER_RESOURCES = {
     "limits": {"cpu": "1", "memory": "1Gi"},
     "requests": {"cpu": "500m", "memory": "200Mi"},
 }
+
+# Embedded RocksDB GCS fault tolerance (gate GCSFaultToleranceEmbeddedStorage)
+RAY_GCS_STORAGE: Final = "RAY_gcs_storage"
+RAY_GCS_STORAGE_PATH: Final = "RAY_gcs_storage_path"
+GCS_STORAGE_VOLUME_NAME: Final = "gcs-storage"
+GCS_STORAGE_MOUNT_PATH: Final = "/data/gcs"
+GCS_STORAGE_ROCKSDB: Final = "rocksdb"
+GCS_STORAGE_PVC_SUFFIX: Final = "-gcs-pvc"
+GCS_STORAGE_DEFAULT_SIZE: Final = "1Gi"
+EVENT_CREATED_PVC: Final = "CreatedPVC"
+EVENT_FAILED_TO_CREATE_PVC: Final = "FailedToCreatePVC"

@@ -232,12 +232,8 @@ class _Checker:
                     f"cannot set `{C.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY}` annotation when "
                     "gcsFaultToleranceOptions is enabled - use externalStorageNamespace instead",
                 )
-            if ft.backend == "rocksdb":
-                self.add(
-                    "gcsFaultToleranceOptions.backend",
-                    "the embedded RocksDB backend is not supported by kuberay-py (KubeRay gates it behind "
-                    "GCSFaultToleranceEmbeddedStorage); use 'redis'",
-                )
+            if ft.backend == C.GCS_STORAGE_ROCKSDB:
+                self.embedded_backend(head)
             elif ft.storage is not None:
                 self.add(
                     "gcsFaultToleranceOptions.storage",
@@ -249,6 +245,72 @@ class _Checker:
                 "cannot set redis username in rayStartParams or environment variables - use "
                 "gcsFaultToleranceOptions.redisUsername instead",
             )
+
+    def embedded_backend(self, head: dict[str, Any] | None) -> None:
+        """KubeRay's rules for ``backend: rocksdb``: behind its gate, no Redis settings, and the
+        env, mount and volume the operator adds left to the operator."""
+        ft = self.spec.gcs_fault_tolerance_options
+        assert ft is not None
+        if not self.gates.embedded_gcs:
+            self.add(
+                "gcsFaultToleranceOptions.backend",
+                "the embedded RocksDB GCS fault tolerance backend "
+                "(GcsFaultToleranceOptions.Backend: 'rocksdb') "
+                "requires the GCSFaultToleranceEmbeddedStorage feature gate to be enabled",
+            )
+            return
+        for field, value in (
+            ("redisAddress", ft.redis_address),
+            ("redisUsername", ft.redis_username),
+            ("redisPassword", ft.redis_password),
+            ("externalStorageNamespace", ft.external_storage_namespace),
+        ):
+            if value:
+                self.add(
+                    f"gcsFaultToleranceOptions.{field}",
+                    f"cannot set GcsFaultToleranceOptions.{field[0].upper()}{field[1:]} "
+                    "when backend is 'rocksdb'",
+                )
+        storage = ft.storage
+        if storage is not None and storage.claim_name:
+            if storage.size is not None or storage.storage_class_name is not None or storage.access_modes:
+                self.add(
+                    "gcsFaultToleranceOptions.storage.claimName",
+                    "GcsFaultToleranceOptions.Storage.ClaimName is mutually exclusive with size, "
+                    "storageClassName, and accessModes",
+                )
+        container = "headGroupSpec.template.spec.containers[0]"
+        if (
+            _env_value(head, C.RAY_GCS_STORAGE) is not None
+            or _env_value(head, C.RAY_GCS_STORAGE_PATH) is not None
+        ):
+            self.add(
+                f"{container}.env",
+                f"cannot set `{C.RAY_GCS_STORAGE}` or `{C.RAY_GCS_STORAGE_PATH}` env var in head Pod "
+                "when the "
+                "embedded GCS FT backend is used - these are managed by KubeRay",
+            )
+        for mount in (head or {}).get("volumeMounts") or []:
+            if (
+                mount.get("mountPath") == C.GCS_STORAGE_MOUNT_PATH
+                or mount.get("name") == C.GCS_STORAGE_VOLUME_NAME
+            ):
+                self.add(
+                    f"{container}.volumeMounts",
+                    f'cannot set a volume mount named "{C.GCS_STORAGE_VOLUME_NAME}" or mounted at '
+                    f"{C.GCS_STORAGE_MOUNT_PATH} in the head container when the embedded GCS FT backend is "
+                    "used - it is managed by KubeRay",
+                )
+                break
+        template = self.spec.head_group_spec.template if self.spec.head_group_spec else None
+        for volume in pod_spec(template).get("volumes") or []:
+            if volume.get("name") == C.GCS_STORAGE_VOLUME_NAME:
+                self.add(
+                    "headGroupSpec.template.spec.volumes",
+                    f'cannot set a volume named "{C.GCS_STORAGE_VOLUME_NAME}" in the head Pod '
+                    "when the embedded "
+                    "GCS FT backend is used - it is managed by KubeRay",
+                )
 
     def autoscaler(self, head: dict[str, Any] | None, autoscaling: bool) -> None:
         v2_env = _env_value(head, C.RAY_ENABLE_AUTOSCALER_V2)
@@ -342,7 +404,7 @@ class _Checker:
             if unrestricted is not None and getattr(rules, _SNAKE[unrestricted]):
                 self.add(
                     f"networkPolicy.{rel}.{unrestricted}",
-                    f"networkPolicy.{label}.{unrestricted} cannot be set when mode is \"{mode}\" "
+                    f'networkPolicy.{label}.{unrestricted} cannot be set when mode is "{mode}" '
                     f"({direction} is not restricted)",
                 )
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common import cluster as common
+from controllers.raycluster import gcs_embedded
 from controllers.raycluster.auth import auth_enabled, configure_token_auth
 from controllers.raycluster.autoscaler import autoscaler_container, autoscaler_service_account_name
 from controllers.raycluster.command import (
@@ -290,7 +291,10 @@ def _finish_pod(
         if version in ("v1", "v2"):
             _append_env(ray, C.RAY_ENABLE_AUTOSCALER_V2, "true" if version == "v2" else "false")
     if common.gcs_ft_enabled(cluster):
-        _set_gcs_ft_env(ray, cluster, node_type, external_storage_namespace(cluster))
+        if node_type == C.NODE_TYPE_HEAD and gcs_embedded.is_embedded(cluster):
+            gcs_embedded.configure_head(spec, ray, cluster)
+        else:
+            _set_gcs_ft_env(ray, cluster, node_type, external_storage_namespace(cluster))
     annotations = pod["metadata"]["annotations"]
     cluster_annotations = cluster["metadata"].get("annotations") or {}
     if C.RAY_OVERWRITE_CONTAINER_CMD_ANNOTATION_KEY in cluster_annotations:
@@ -361,7 +365,8 @@ def build_head_pod(cluster: dict[str, Any], opts: RayClusterOptions) -> dict[str
     annotations = pod["metadata"]["annotations"]
     if common.gcs_ft_enabled(cluster):
         annotations[C.RAY_FT_ENABLED_ANNOTATION_KEY] = "true"
-        annotations[C.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY] = external_storage_namespace(cluster)
+        if not gcs_embedded.is_embedded(cluster):
+            annotations[C.RAY_EXTERNAL_STORAGE_NS_ANNOTATION_KEY] = external_storage_namespace(cluster)
     else:
         annotations[C.RAY_FT_ENABLED_ANNOTATION_KEY] = "false"
     # Every head Pod carries them, whatever the upgrade strategy: the Recreate strategy compares

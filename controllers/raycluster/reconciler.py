@@ -30,6 +30,7 @@ from controllers.common.events import Recorder
 from controllers.raycluster.children import reconcile_children, service
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.deletion import add_finalizer, finalize, needs_finalizer
+from controllers.raycluster.gcs_embedded import reconcile_gcs_storage
 from controllers.raycluster.memory import Memory
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pods import ReplicaFailure, reconcile_pods
@@ -119,6 +120,7 @@ class RayClusterReconciler:
         error: Exception | None = None
         try:
             await reconcile_children(ctx)
+            await reconcile_gcs_storage(ctx)
             await reconcile_pods(ctx)
         except ReplicaFailure as exc:
             failure, error = exc, exc

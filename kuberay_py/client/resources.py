@@ -27,6 +27,7 @@ __all__ = [
     "NAMESPACES",
     "NETWORKPOLICIES",
     "NODES",
+    "PERSISTENTVOLUMECLAIMS",
     "PODS",
     "ROLEBINDINGS",
     "ROLES",
@@ -79,6 +80,7 @@ SERVICES = Resource("", "v1", "Service", "services")
 ENDPOINTS = Resource("", "v1", "Endpoints", "endpoints")
 CONFIGMAPS = Resource("", "v1", "ConfigMap", "configmaps")
 SECRETS = Resource("", "v1", "Secret", "secrets")
+PERSISTENTVOLUMECLAIMS = Resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims")
 SERVICEACCOUNTS = Resource("", "v1", "ServiceAccount", "serviceaccounts")
 NAMESPACES = Resource("", "v1", "Namespace", "namespaces", namespaced=False)
 NODES = Resource("", "v1", "Node", "nodes", namespaced=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -17,6 +18,7 @@ import pytest
 import pytest_asyncio
 
 from controllers import constants as C
+from controllers.api.gates import ClusterGates
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.reconciler import RayClusterReconciler
 from controllers.raycluster.setup import cache_selectors, cache_transforms, setup
@@ -192,3 +194,34 @@ async def all_running(client: Client, ns: str, cluster: str, ip_prefix: str = "1
 
 def env_flag() -> bool:
     return bool(os.environ.get("KUBEBUILDER_ASSETS"))
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def start_gated(
+    rc_env: Environment, rc_namespace: str
+) -> AsyncIterator[Callable[[ClusterGates], None]]:
+    """``start_gated(gates)`` runs the RayCluster controller with those alpha gates in the test's
+    namespace (the gate decides which controllers exist, so each test starts its own)."""
+    tasks: list[tuple[Manager, asyncio.Task[None]]] = []
+
+    def run(gates: ClusterGates) -> None:
+        manager = Manager(
+            rc_env.client_config,
+            ManagerOptions(
+                metrics_bind_address="0",
+                health_probe_bind_address="0",
+                namespaces=[rc_namespace],
+                cache_selectors=cache_selectors(),
+                cache_transforms=cache_transforms(),
+                graceful_shutdown_timeout=5.0,
+            ),
+        )
+        setup(manager, options=dataclasses.replace(RayClusterOptions.from_env({}), gates=gates))
+        tasks.append((manager, asyncio.create_task(manager.run(install_signal_handlers=False))))
+
+    try:
+        yield run
+    finally:
+        for manager, task in tasks:
+            manager.stop()
+            await asyncio.wait_for(task, 30)

@@ -7,23 +7,15 @@ v1.7.0 default) the spec is invalid: one Warning, ``status.reason``, nothing cre
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import dataclasses
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 
 from controllers import constants as C
 from controllers.api.gates import ClusterGates
-from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.setup import cache_selectors, cache_transforms, setup
-from kuberay_py.client import Client
+from kuberay_py.client import Client, Conflict
 from kuberay_py.client.resources import EVENTS, NETWORKPOLICIES, PODS
-from kuberay_py.envtest import Environment
-from kuberay_py.manager import Manager, ManagerOptions
 from tests.integration.raycluster.conftest import eventually, sample_cluster
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -32,33 +24,6 @@ DNS = {
     "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kube-system"}}}],
     "ports": [{"port": 53, "protocol": "UDP"}],
 }
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def start(rc_env: Environment, rc_namespace: str) -> AsyncIterator[Any]:
-    tasks: list[tuple[Manager, asyncio.Task[None]]] = []
-
-    def run(gates: ClusterGates) -> None:
-        manager = Manager(
-            rc_env.client_config,
-            ManagerOptions(
-                metrics_bind_address="0",
-                health_probe_bind_address="0",
-                namespaces=[rc_namespace],
-                cache_selectors=cache_selectors(),
-                cache_transforms=cache_transforms(),
-                graceful_shutdown_timeout=5.0,
-            ),
-        )
-        setup(manager, options=dataclasses.replace(RayClusterOptions.from_env({}), gates=gates))
-        tasks.append((manager, asyncio.create_task(manager.run(install_signal_handlers=False))))
-
-    try:
-        yield run
-    finally:
-        for manager, task in tasks:
-            manager.stop()
-            await asyncio.wait_for(task, 30)
 
 
 async def policies(client: Client, ns: str) -> dict[str, dict[str, Any]]:
@@ -71,8 +36,6 @@ async def events(client: Client, ns: str, reason: str) -> list[str]:
 
 
 async def edit(client: Client, ns: str, name: str, change: Any) -> None:
-    from kuberay_py.client import Conflict
-
     for _ in range(10):
         body = await client.get(C.RAYCLUSTERS, name, ns)
         change(body["spec"])
@@ -84,8 +47,8 @@ async def edit(client: Client, ns: str, name: str, change: Any) -> None:
     raise AssertionError("could not update the RayCluster")
 
 
-async def test_policies_follow_the_spec(start: Any, rc_client: Client, rc_namespace: str) -> None:
-    start(ClusterGates(network_policy=True))
+async def test_policies_follow_the_spec(start_gated: Any, rc_client: Client, rc_namespace: str) -> None:
+    start_gated(ClusterGates(network_policy=True))
     ns = rc_namespace
     body = sample_cluster("np", ns, replicas=1)
     body["spec"]["networkPolicy"] = {"mode": "DenyAll", "worker": {"egressRules": [DNS]}}
@@ -155,7 +118,7 @@ async def _names(client: Client, ns: str, names: set[str]) -> dict[str, dict[str
 
 
 async def test_a_same_named_policy_of_someone_else_is_left_alone(
-    start: Any, rc_client: Client, rc_namespace: str
+    start_gated: Any, rc_client: Client, rc_namespace: str
 ) -> None:
     ns = rc_namespace
     foreign = {
@@ -165,7 +128,7 @@ async def test_a_same_named_policy_of_someone_else_is_left_alone(
         "spec": {"podSelector": {}, "policyTypes": ["Ingress"]},
     }
     await rc_client.create(NETWORKPOLICIES, foreign, ns)
-    start(ClusterGates(network_policy=True))
+    start_gated(ClusterGates(network_policy=True))
     body = sample_cluster("col", ns, replicas=0)
     body["spec"]["networkPolicy"] = {}
     await rc_client.create(C.RAYCLUSTERS, body, ns)
@@ -180,10 +143,10 @@ async def test_a_same_named_policy_of_someone_else_is_left_alone(
 
 
 async def test_gate_off_the_spec_is_invalid_and_nothing_is_created(
-    start: Any, rc_client: Client, rc_namespace: str
+    start_gated: Any, rc_client: Client, rc_namespace: str
 ) -> None:
     ns = rc_namespace
-    start(ClusterGates())
+    start_gated(ClusterGates())
     body = sample_cluster("off", ns, replicas=1)
     body["spec"]["networkPolicy"] = {"mode": "DenyAll"}
     await rc_client.create(C.RAYCLUSTERS, body, ns)
