@@ -337,3 +337,11 @@ GCS_STORAGE_PVC_SUFFIX: Final = "-gcs-pvc"
 GCS_STORAGE_DEFAULT_SIZE: Final = "1Gi"
 EVENT_CREATED_PVC: Final = "CreatedPVC"
 EVENT_FAILED_TO_CREATE_PVC: Final = "FailedToCreatePVC"
+
+# History server collector (gate RayClusterHistoryServer)
+COLLECTOR_CONTAINER_NAME: Final = "ray-history-collector"
+COLLECTOR_EVENTS_PORT: Final = "8084"
+COLLECTOR_MANAGED_ENV: Final = (
+    "POD_IP", "FQ_RAY_IP", "RAY_CLUSTER_NAME", "RAY_CLUSTER_NAMESPACE", "RAY_ROLE", "OWNER_KIND",
+    "OWNER_NAME", "EVENTS_PORT",
+)  # fmt: skip

@@ -52,6 +52,54 @@ def _v2_requested(spec: RayClusterSpec) -> bool:
     return _env_value(head, C.RAY_ENABLE_AUTOSCALER_V2) in ("1", "true")
 
 
+def _storage_backend_errors(env: dict[str, dict[str, Any]]) -> list[str]:
+    """What the collector's ``STORAGE_BACKEND`` needs next to it (KubeRay's rules and wording)."""
+
+    def has(name: str) -> bool:
+        item = env.get(name)
+        return item is not None and (bool(item.get("value")) or item.get("valueFrom") is not None)
+
+    backend = str((env.get("STORAGE_BACKEND") or {}).get("value") or "")
+    if not backend:
+        return [
+            "STORAGE_BACKEND environment variable must be set with a literal string value in "
+            "historyServerOptions.collectorOptions.env"
+        ]
+    kind = backend.upper()
+    if kind == "GCS" and not has("GCS_BUCKET"):
+        return ["GCS_BUCKET environment variable must be set when STORAGE_BACKEND is GCS"]
+    if kind == "S3" and not has("S3_REGION"):
+        return ["S3_REGION environment variable must be set when STORAGE_BACKEND is S3"]
+    if kind == "AZUREBLOB":
+        mode = str((env.get("AZURE_STORAGE_AUTH_MODE") or {}).get("value") or "").strip().lower()
+        if mode == "connection_string" and not has("AZURE_STORAGE_CONNECTION_STRING"):
+            return [
+                "AZURE_STORAGE_CONNECTION_STRING environment variable must be set when STORAGE_BACKEND is "
+                "AZUREBLOB and AZURE_STORAGE_AUTH_MODE is connection_string"
+            ]
+        if mode in ("workload_identity", "default") and not has("AZURE_STORAGE_ACCOUNT_URL"):
+            return [
+                "AZURE_STORAGE_ACCOUNT_URL environment variable must be set when STORAGE_BACKEND is "
+                f"AZUREBLOB and AZURE_STORAGE_AUTH_MODE is {mode}"
+            ]
+        known = ("connection_string", "workload_identity", "default")
+        if (
+            mode not in known
+            and not has("AZURE_STORAGE_CONNECTION_STRING")
+            and not has("AZURE_STORAGE_ACCOUNT_URL")
+        ):
+            return [
+                "either AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT_URL environment variable "
+                "must "
+                "be set when STORAGE_BACKEND is AZUREBLOB"
+            ]
+    if kind == "ALIYUNOSS":
+        for name in ("OSS_BUCKET", "OSS_ENDPOINT", "OSS_REGION"):
+            if not has(name):
+                return [f"{name} environment variable must be set when STORAGE_BACKEND is ALIYUNOSS"]
+    return []
+
+
 class _Checker:
     """Collects errors for one spec; ``path`` is where the spec sits in the object."""
 
@@ -375,13 +423,55 @@ class _Checker:
             self.add("authOptions.enableK8sTokenAuth", "is enabled but authOptions.mode is not 'token'")
 
     def unsupported(self) -> None:
-        for field, value, gate in (
-            ("historyServerOptions", self.spec.history_server_options, "RayClusterHistoryServer"),
-            ("tlsOptions", self.spec.tls_options, "RayClusterMTLS"),
-        ):
-            if value is not None:
+        if self.spec.tls_options is not None:
+            self.add(
+                "tlsOptions",
+                "is not supported by kuberay-py (KubeRay gates it behind RayClusterMTLS, off by default)",
+            )
+
+    def history_server(self) -> None:
+        """KubeRay's gate check and ``validateCollectorOptions``: an image, a storage backend
+        with its settings, and the env and container name the operator manages left to it."""
+        options = self.spec.history_server_options
+        if options is None:
+            return
+        if not self.gates.history_server:
+            self.add("historyServerOptions", "RayClusterHistoryServer feature gate is not enabled")
+            return
+        collector = options.collector_options
+        if collector is None:
+            self.add(
+                "historyServerOptions.collectorOptions", "historyServerOptions.collectorOptions must be set"
+            )
+            return
+        rel = "historyServerOptions.collectorOptions"
+        if not collector.image:
+            self.add(f"{rel}.image", "historyServerOptions.collectorOptions.image must be set")
+        env = {str(e.get("name")): e for e in collector.env or []}
+        for name in C.COLLECTOR_MANAGED_ENV:
+            if name in env:
                 self.add(
-                    field, f"is not supported by kuberay-py (KubeRay gates it behind {gate}, off by default)"
+                    f"{rel}.env",
+                    f"historyServerOptions.collectorOptions.env must not contain {name}: "
+                    "it is managed by KubeRay "
+                    "and injected automatically into the collector container",
+                )
+        for message in _storage_backend_errors(env):
+            self.add(f"{rel}.env", message)
+        head_template = self.spec.head_group_spec.template if self.spec.head_group_spec else None
+        if any(c.get("name") == C.COLLECTOR_CONTAINER_NAME for c in containers(head_template)):
+            self.add(
+                "headGroupSpec.template.spec.containers",
+                "head pod template must not define a container with name "
+                f"'{C.COLLECTOR_CONTAINER_NAME}' when "
+                "history server collector options are enabled",
+            )
+        for i, group in enumerate(self.spec.worker_group_specs or []):
+            if any(c.get("name") == C.COLLECTOR_CONTAINER_NAME for c in containers(group.template)):
+                self.add(
+                    f"workerGroupSpecs[{i}].template.spec.containers",
+                    f"worker group {group.group_name} pod template must not define a container with name "
+                    f"'{C.COLLECTOR_CONTAINER_NAME}' when history server collector options are enabled",
                 )
 
     def network_policy(self) -> None:
@@ -475,6 +565,7 @@ def validate_raycluster_spec(
     check.autoscaler(head, autoscaling)
     check.auth()
     check.unsupported()
+    check.history_server()
     check.network_policy()
     check.upgrade_and_ownership(labels or {})
     return check.errors

@@ -12,8 +12,8 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common import cluster as common
-from controllers.raycluster import gcs_embedded
-from controllers.raycluster.auth import auth_enabled, configure_token_auth
+from controllers.raycluster import gcs_embedded, history_server
+from controllers.raycluster.auth import auth_enabled, configure_token_auth, set_token_auth_env
 from controllers.raycluster.autoscaler import autoscaler_container, autoscaler_service_account_name
 from controllers.raycluster.command import (
     container_command,
@@ -308,6 +308,13 @@ def _finish_pod(
         )
     if auth_enabled(cluster):
         configure_token_auth(spec, ray, cluster)
+    collector_options = history_server.collector_options(cluster, opts)
+    if collector_options is not None:
+        fqdn = common.fqdn_ray_ip(cluster, opts.cluster_domain)
+        collector = history_server.build_collector(collector_options, node_type, cluster, fqdn)
+        if auth_enabled(cluster):
+            set_token_auth_env(collector, cluster)  # it reads the dashboard
+        containers.append(collector)
     # /dev/shm for the object store, unless plasma lives elsewhere.
     if "plasma-directory" not in params:
         _add_empty_dir(spec, ray, SHARED_MEMORY_VOLUME, SHARED_MEMORY_PATH, "Memory")
@@ -315,6 +322,10 @@ def _finish_pod(
         autoscaler = next(c for c in containers if c.get("name") == C.AUTOSCALER_CONTAINER_NAME)
         _add_empty_dir(spec, ray, RAY_LOG_VOLUME, RAY_LOG_PATH, "")
         _add_empty_dir(spec, autoscaler, RAY_LOG_VOLUME, RAY_LOG_PATH, "")
+    collector_at = history_server.collector_index(containers, opts)
+    if collector_at is not None:
+        _add_empty_dir(spec, ray, RAY_LOG_VOLUME, RAY_LOG_PATH, "")
+        _add_empty_dir(spec, containers[collector_at], RAY_LOG_VOLUME, RAY_LOG_PATH, "")
     ray_start_cmd = generate_ray_start_command(node_type, params, ray.get("resources") or {})
     overwrite = str(annotations.get(C.RAY_OVERWRITE_CONTAINER_CMD_ANNOTATION_KEY, "")).lower() == "true"
     new_cmd = container_command(ray, ray_start_cmd, overwrite=overwrite, login_shell=opts.enable_login_shell)
@@ -327,6 +338,8 @@ def _finish_pod(
         if not _env_exists(init, C.RAY_IP):
             _append_env(init, C.RAY_IP, fqdn.split(".", 1)[0])
     _set_ray_env(ray, cluster, node_type, ray_start_cmd, opts)
+    if collector_at is not None:
+        history_server.set_ray_event_env(ray)
     if opts.enable_probes_injection:
         serve_worker = (
             node_type == C.NODE_TYPE_WORKER
