@@ -345,3 +345,12 @@ COLLECTOR_MANAGED_ENV: Final = (
     "POD_IP", "FQ_RAY_IP", "RAY_CLUSTER_NAME", "RAY_CLUSTER_NAMESPACE", "RAY_ROLE", "OWNER_KIND",
     "OWNER_NAME", "EVENTS_PORT",
 )  # fmt: skip
+
+# mTLS (gate RayClusterMTLS; the PKI comes from cert-manager)
+RAY_USE_TLS: Final = "RAY_USE_TLS"
+RAY_TLS_SERVER_CERT: Final = "RAY_TLS_SERVER_CERT"
+RAY_TLS_SERVER_KEY: Final = "RAY_TLS_SERVER_KEY"
+RAY_TLS_CA_CERT: Final = "RAY_TLS_CA_CERT"
+RAY_TLS_VOLUME_NAME: Final = "ray-tls"
+RAY_TLS_CERT_MOUNT_PATH: Final = "/etc/ray/tls"
+CERT_MANAGER_REQUIRED: Final = "tlsOptions requires cert-manager, but cert-manager is not installed"

@@ -422,12 +422,74 @@ class _Checker:
         elif auth.enable_k8s_token_auth:
             self.add("authOptions.enableK8sTokenAuth", "is enabled but authOptions.mode is not 'token'")
 
-    def unsupported(self) -> None:
-        if self.spec.tls_options is not None:
-            self.add(
-                "tlsOptions",
-                "is not supported by kuberay-py (KubeRay gates it behind RayClusterMTLS, off by default)",
+    def tls(self) -> None:
+        """KubeRay's gate check and ``validateTLSOptions``: with mTLS on, the TLS env vars and
+        the certificate mount are the operator's, in the Ray containers and the autoscaler."""
+        options = self.spec.tls_options
+        if options is None:
+            return
+        if not self.gates.mtls:
+            self.add("tlsOptions", "spec.tlsOptions requires the RayClusterMTLS feature gate to be enabled")
+            return
+        if not options.enabled:
+            return
+        managed = "- the operator manages TLS configuration automatically"
+        env_names = (C.RAY_USE_TLS, C.RAY_TLS_SERVER_CERT, C.RAY_TLS_SERVER_KEY, C.RAY_TLS_CA_CERT)
+
+        def container(rel: str, where: str, ray: dict[str, Any] | None) -> None:
+            if ray is None:
+                return
+            for name in env_names:
+                if _env_value(ray, name) is not None:
+                    self.add(
+                        f"{rel}.env",
+                        f"cannot set {name} environment variable in {where} when tlsOptions is set {managed}",
+                    )
+            self.tls_mounts(f"{rel}.volumeMounts", where, ray.get("volumeMounts") or [], managed)
+
+        head = self.spec.head_group_spec
+        container(
+            "headGroupSpec.template.spec.containers[0]",
+            "head Pod",
+            ray_container(head.template if head else None),
+        )
+        for i, group in enumerate(self.spec.worker_group_specs or []):
+            container(
+                f"workerGroupSpecs[{i}].template.spec.containers[0]",
+                f'worker group "{group.group_name}"',
+                ray_container(group.template),
             )
+        autoscaler = self.spec.autoscaler_options
+        if autoscaler is not None:
+            for name in env_names:
+                if any(e.get("name") == name for e in autoscaler.env or []):
+                    self.add(
+                        "autoscalerOptions.env",
+                        f"cannot set {name} environment variable in autoscalerOptions.env "
+                        "when tlsOptions is set "
+                        "- the operator manages TLS configuration for the autoscaler automatically",
+                    )
+            mounts = list(autoscaler.volume_mounts or [])
+            self.tls_mounts(
+                "autoscalerOptions.volumeMounts", "autoscalerOptions.volumeMounts", mounts, managed
+            )
+
+    def tls_mounts(self, rel: str, where: str, mounts: list[Any], managed: str) -> None:
+        for mount in mounts:
+            if mount.get("name") == C.RAY_TLS_VOLUME_NAME:
+                self.add(
+                    rel,
+                    f'cannot use volume mount named "{C.RAY_TLS_VOLUME_NAME}" in {where} '
+                    f"when tlsOptions is set {managed}",
+                )
+                return
+            if mount.get("mountPath") == C.RAY_TLS_CERT_MOUNT_PATH:
+                self.add(
+                    rel,
+                    f'cannot use volume mount at path "{C.RAY_TLS_CERT_MOUNT_PATH}" in {where} '
+                    f"when tlsOptions is set {managed}",
+                )
+                return
 
     def history_server(self) -> None:
         """KubeRay's gate check and ``validateCollectorOptions``: an image, a storage backend
@@ -564,7 +626,7 @@ def validate_raycluster_spec(
     check.fault_tolerance(head)
     check.autoscaler(head, autoscaling)
     check.auth()
-    check.unsupported()
+    check.tls()
     check.history_server()
     check.network_policy()
     check.upgrade_and_ownership(labels or {})

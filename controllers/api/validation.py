@@ -7,9 +7,9 @@ category KubeRay uses to pick its event reason (``metadata`` → ``InvalidRayClu
 
 Unlike KubeRay, which stops at the first problem, every problem is reported: a user fixing a
 manifest should not have to apply it once per mistake. The checks follow KubeRay's
-``utils/validation.go`` (docs/reference/behaviour.md §2 row 4 and §3.1 step 4); checks for features this
-operator does not implement (feature-gated in KubeRay and off by default there) reject the field
-with a message saying so, rather than accepting a setting that would silently do nothing.
+``utils/validation.go`` (docs/reference/behaviour.md §2 row 4 and §3.1 step 4). KubeRay's alpha
+feature gates (:class:`~controllers.api.gates.ClusterGates`) decide whether their fields may be
+set at all, with KubeRay's messages when they may not.
 
 A raw dict that does not even load into the models (``replicas: "3"``) is reported as field
 errors too, so callers never see an exception from ``validate_*``.

@@ -12,6 +12,7 @@ from typing import Any
 from controllers import constants as C
 from controllers.common import cluster as common
 from controllers.raycluster.auth import auth_enabled, set_token_auth_env
+from controllers.raycluster.mtls import set_container_tls
 
 __all__ = [
     "autoscaler_container",
@@ -31,7 +32,9 @@ def autoscaler_service_account_name(cluster: dict[str, Any]) -> str:
     return str(head_spec.get("serviceAccountName") or cluster["metadata"]["name"])
 
 
-def autoscaler_container(cluster: dict[str, Any], ray_container: dict[str, Any]) -> dict[str, Any]:
+def autoscaler_container(
+    cluster: dict[str, Any], ray_container: dict[str, Any], *, tls: bool = False
+) -> dict[str, Any]:
     options = common.spec(cluster).get("autoscalerOptions") or {}
     container: dict[str, Any] = {
         "name": C.AUTOSCALER_CONTAINER_NAME,
@@ -56,6 +59,8 @@ def autoscaler_container(cluster: dict[str, Any], ray_container: dict[str, Any])
     }
     if auth_enabled(cluster):  # before the user's env, as KubeRay merges the overrides last
         set_token_auth_env(container, cluster)
+    if tls:  # the autoscaler talks to the GCS too (gate RayClusterMTLS)
+        set_container_tls(container)
     if options.get("resources") is not None:
         container["resources"] = copy.deepcopy(options["resources"])
     for key in ("env", "envFrom", "volumeMounts"):

@@ -12,7 +12,7 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common import cluster as common
-from controllers.raycluster import gcs_embedded, history_server
+from controllers.raycluster import gcs_embedded, history_server, mtls
 from controllers.raycluster.auth import auth_enabled, configure_token_auth, set_token_auth_env
 from controllers.raycluster.autoscaler import autoscaler_container, autoscaler_service_account_name
 from controllers.raycluster.command import (
@@ -308,6 +308,8 @@ def _finish_pod(
         )
     if auth_enabled(cluster):
         configure_token_auth(spec, ray, cluster)
+    if mtls.tls_enabled(cluster, opts):
+        mtls.configure_pod(spec, cluster, node_type)
     collector_options = history_server.collector_options(cluster, opts)
     if collector_options is not None:
         fqdn = common.fqdn_ray_ip(cluster, opts.cluster_domain)
@@ -391,7 +393,8 @@ def build_head_pod(cluster: dict[str, Any], opts: RayClusterOptions) -> dict[str
         spec["serviceAccountName"] = autoscaler_service_account_name(cluster)
         containers = spec.setdefault("containers", [])
         if containers:
-            containers.append(autoscaler_container(cluster, containers[C.RAY_CONTAINER_INDEX]))
+            tls = mtls.tls_enabled(cluster, opts)
+            containers.append(autoscaler_container(cluster, containers[C.RAY_CONTAINER_INDEX], tls=tls))
         if common.is_autoscaler_v2(cluster):
             spec["restartPolicy"] = "Never"
     return _finish_pod(pod, cluster, head, C.NODE_TYPE_HEAD, opts)

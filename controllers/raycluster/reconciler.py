@@ -22,6 +22,7 @@ Wiring (watches, cache selectors and transforms) is in :mod:`.setup`.
 from __future__ import annotations
 
 from controllers import constants as C
+from controllers.api.errors import FieldError
 from controllers.api.validation import validate_raycluster
 from controllers.batchscheduler import SchedulerError
 from controllers.common import cluster as common
@@ -32,6 +33,8 @@ from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.deletion import add_finalizer, finalize, needs_finalizer
 from controllers.raycluster.gcs_embedded import reconcile_gcs_storage
 from controllers.raycluster.memory import Memory
+from controllers.raycluster.mtls import tls_enabled
+from controllers.raycluster.mtls_pki import CertManager, PKINotReady, check_secrets_ready, wants_pods
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pods import ReplicaFailure, reconcile_pods
 from controllers.raycluster.status import compute_status
@@ -65,6 +68,7 @@ class RayClusterReconciler:
         clock: Clock | None = None,
         options: RayClusterOptions | None = None,
         expectations: Expectations | None = None,
+        cert_manager: CertManager | None = None,
     ) -> None:
         self.client = client
         self.cache = cache
@@ -73,6 +77,7 @@ class RayClusterReconciler:
         self.options = options or RayClusterOptions()
         self.expectations = expectations or Expectations(clock=self.clock)
         self.memory = Memory(self.expectations)
+        self.cert_manager = cert_manager or CertManager(client)
 
     def _cached_pods(self, request: Request) -> list[Obj]:
         return self.cache.list(PODS, request.namespace, labels={C.RAY_CLUSTER_LABEL_KEY: request.name})
@@ -103,6 +108,8 @@ class RayClusterReconciler:
         )
 
         errors = validate_raycluster(cluster, gates=self.options.gates)
+        if not errors and tls_enabled(cluster, self.options) and not await self.cert_manager.available():
+            errors = [FieldError("spec.tlsOptions", C.CERT_MANAGER_REQUIRED)]
         if errors:
             await report_invalid(ctx, errors)
             return Result()
@@ -121,10 +128,13 @@ class RayClusterReconciler:
         try:
             await reconcile_children(ctx)
             await reconcile_gcs_storage(ctx)
+            if tls_enabled(ctx.cluster, self.options) and wants_pods(ctx):
+                await check_secrets_ready(self.client, ctx.cluster)  # no Pod before its certificate
             await reconcile_pods(ctx)
         except ReplicaFailure as exc:
             failure, error = exc, exc
-        except (ApiError, SchedulerError) as exc:  # SchedulerError: the batch scheduler said retry
+        # SchedulerError: the batch scheduler said retry; PKINotReady: the mTLS certificates are not issued.
+        except (ApiError, SchedulerError, PKINotReady) as exc:
             error = exc
 
         # Status always reflects what the cache shows, even after a failed phase: read again, as

@@ -19,7 +19,7 @@ from controllers import constants as C
 from controllers.batchscheduler.kubernetes_was import PODGROUPS as WAS_PODGROUPS
 from controllers.batchscheduler.kubernetes_was import WORKLOADS as WAS_WORKLOADS
 from controllers.batchscheduler.volcano import PODGROUPS as VOLCANO_PODGROUPS
-from controllers.raycluster import networkpolicy_controller
+from controllers.raycluster import mtls_pki, networkpolicy_controller
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod_cache import slim_pod
 from controllers.raycluster.reconciler import RayClusterReconciler
@@ -66,6 +66,7 @@ def setup(
             raise ValueError(f"resync_period must be > 0, got {resync_period}")
         opts = dataclasses.replace(opts, resync_period=resync_period)
     expectations = Expectations(clock=clock)
+    cert_manager = mtls_pki.CertManager(manager.client)
     reconciler = RayClusterReconciler(
         manager.client,
         manager.cache,
@@ -73,6 +74,7 @@ def setup(
         clock=clock,
         options=opts,
         expectations=expectations,
+        cert_manager=cert_manager,
     )
     manager.cache.informer_for(PODS).add_event_handler(expectations)
     builder = (
@@ -89,6 +91,8 @@ def setup(
     elif owned == WAS_WORKLOADS:  # KubernetesWAS
         builder = builder.owns(WAS_WORKLOADS).owns(WAS_PODGROUPS)
     builder.with_options(max_concurrent_reconciles=max_concurrent_reconciles).complete(reconciler)
+    if opts.gates.mtls:
+        mtls_pki.setup(manager, cert_manager, opts)
     if opts.gates.network_policy:
         networkpolicy_controller.setup(manager, max_concurrent_reconciles=max_concurrent_reconciles)
     return reconciler

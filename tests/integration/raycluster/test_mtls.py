@@ -1,0 +1,196 @@
+"""``tlsOptions`` end to end (gate RayClusterMTLS), with and without cert-manager's CRDs.
+
+Without cert-manager the spec is invalid, as in KubeRay v1.7.0: one Warning, nothing created.
+With its CRDs installed (``tests/fixtures/cert-manager``), the operator builds the PKI objects and
+creates no Pod until cert-manager has issued both leaf certificates; issuing is simulated here
+only as far as the operator reads it (the Certificate's Ready condition and the Secret). Each
+test has its own API server, since installed CRDs are what it is about.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from controllers import constants as C
+from controllers.api.gates import ClusterGates
+from controllers.raycluster.mtls_pki import CERTIFICATES, ISSUERS
+from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.setup import cache_selectors, cache_transforms, setup
+from kuberay_py.client import Client, NotFound
+from kuberay_py.client.resources import EVENTS, PODS, SECRETS
+from kuberay_py.envtest import Environment
+from kuberay_py.manager import Manager, ManagerOptions
+from tests.integration.raycluster.conftest import CRDS, eventually, sample_cluster
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+CERT_MANAGER_CRDS = Path(__file__).resolve().parents[2] / "fixtures" / "cert-manager" / "crds.yaml"
+NS = "tls"
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def env() -> AsyncIterator[Environment]:
+    async with Environment([CRDS]) as environment:
+        await environment.create_namespace(NS)
+        yield environment
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def client(env: Environment) -> AsyncIterator[Client]:
+    c = env.new_client()
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
+async def run_operator(env: Environment) -> tuple[Manager, asyncio.Task[None]]:
+    manager = Manager(
+        env.client_config,
+        ManagerOptions(
+            metrics_bind_address="0",
+            health_probe_bind_address="0",
+            namespaces=[NS],
+            cache_selectors=cache_selectors(),
+            cache_transforms=cache_transforms(),
+            graceful_shutdown_timeout=5.0,
+        ),
+    )
+    options = dataclasses.replace(RayClusterOptions.from_env({}), gates=ClusterGates(mtls=True))
+    setup(manager, options=options)
+    return manager, asyncio.create_task(manager.run(install_signal_handlers=False))
+
+
+def tls_cluster() -> dict[str, Any]:
+    body = sample_cluster("c", NS, replicas=1)
+    body["spec"]["tlsOptions"] = {"enabled": True}
+    return body
+
+
+async def notes(client: Client, reason: str) -> list[str]:
+    return [e.get("note", "") for e in (await client.list(EVENTS, NS))["items"] if e.get("reason") == reason]
+
+
+async def names(client: Client, res: Any) -> set[str]:
+    return {o["metadata"]["name"] for o in (await client.list(res, NS))["items"]}
+
+
+async def test_without_cert_manager_the_spec_is_invalid(env: Environment, client: Client) -> None:
+    manager, task = await run_operator(env)
+    try:
+        await client.create(C.RAYCLUSTERS, tls_cluster(), NS)
+        [message] = await eventually(lambda: notes(client, C.EVENT_INVALID_RAYCLUSTER_SPEC), "the Warning")
+        assert (
+            message == "spec.tlsOptions: tlsOptions requires cert-manager, but cert-manager is not installed"
+        )
+        assert (await client.list(PODS, NS))["items"] == []
+    finally:
+        manager.stop()
+        await asyncio.wait_for(task, 30)
+
+
+async def _issue(client: Client, cert_name: str, secret_name: str) -> None:
+    """What cert-manager would do: the Secret with the key pair and CA, then Ready=True."""
+    data = {k: base64.b64encode(b"pem").decode() for k in ("tls.crt", "tls.key", "ca.crt")}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": secret_name},
+        "type": "kubernetes.io/tls",
+    }
+    await client.create(SECRETS, {**secret, "data": data}, NS)
+    cert = await client.get(CERTIFICATES, cert_name, NS)
+    ready = {"type": "Ready", "status": "True", "observedGeneration": cert["metadata"]["generation"]}
+    await client.update_status(CERTIFICATES, {**cert, "status": {"conditions": [ready]}})
+
+
+async def test_with_cert_manager_the_pki_comes_first_then_the_pods(env: Environment, client: Client) -> None:
+    await env.install_crds([CERT_MANAGER_CRDS])
+    manager, task = await run_operator(env)
+    try:
+        created = await client.create(C.RAYCLUSTERS, tls_cluster(), NS)
+        uid = created["metadata"]["uid"]
+
+        async def pki() -> bool:
+            issuers, certs = await names(client, ISSUERS), await names(client, CERTIFICATES)
+            return issuers == {"ray-selfsigned-issuer-c", "ray-ca-issuer-c"} and certs == {
+                "ray-ca-certificate-c",
+                "ray-head-cert-c",
+                "ray-worker-cert-c",
+            }
+
+        await eventually(pki, "the Issuers and Certificates")
+        head_cert = await client.get(CERTIFICATES, "ray-head-cert-c", NS)
+        assert head_cert["spec"]["dnsNames"] == ["c-head-svc.tls.svc.cluster.local", "localhost"]
+        assert head_cert["spec"]["ipAddresses"] == ["127.0.0.1"]
+        assert head_cert["spec"]["secretName"] == "ray-head-secret-c"
+        assert head_cert["spec"]["issuerRef"] == {
+            "name": "ray-ca-issuer-c",
+            "kind": "Issuer",
+            "group": "cert-manager.io",
+        }
+        assert [(r["uid"], r["controller"]) for r in head_cert["metadata"]["ownerReferences"]] == [
+            (uid, True)
+        ]
+        ca = await client.get(CERTIFICATES, "ray-ca-certificate-c", NS)
+        assert ca["spec"]["isCA"] is True and ca["spec"]["secretName"] == f"c-ca-secret-{uid[:8]}"
+        assert await eventually(lambda: notes(client, "MTLSCertsNotReady"), "waiting for issuance")
+        assert (await client.list(PODS, NS))["items"] == [], "no Pod before its certificate"
+
+        await _issue(client, "ray-head-cert-c", "ray-head-secret-c")
+        await _issue(client, "ray-worker-cert-c", "ray-worker-secret-c")
+
+        async def pods() -> list[dict[str, Any]] | None:
+            items = (await client.list(PODS, NS))["items"]
+            return items if len(items) == 2 else None
+
+        for pod in await eventually(pods, "the head and the worker"):
+            node_type = pod["metadata"]["labels"][C.RAY_NODE_TYPE_LABEL_KEY]
+            secret = "ray-head-secret-c" if node_type == "head" else "ray-worker-secret-c"
+            assert {"name": "ray-tls", "secret": {"secretName": secret, "defaultMode": 420}} in pod["spec"][
+                "volumes"
+            ]
+            ray = pod["spec"]["containers"][0]
+            env_names = [e["name"] for e in ray["env"]]
+            assert {"RAY_USE_TLS", "RAY_TLS_SERVER_CERT", "RAY_TLS_SERVER_KEY", "RAY_TLS_CA_CERT"} <= set(
+                env_names
+            )
+            assert {"name": "ray-tls", "mountPath": "/etc/ray/tls", "readOnly": True} in ray["volumeMounts"]
+            assert pod["spec"]["initContainers"][0]["name"] == "wait-for-tls-ip-san"
+        assert await eventually(lambda: notes(client, "MTLSPKIReady"), "the PKI ready")
+
+        async def secret_owned() -> bool:
+            secret = await client.get(SECRETS, "ray-head-secret-c", NS)
+            return [r["name"] for r in secret["metadata"].get("ownerReferences") or []] == ["ray-head-cert-c"]
+
+        await eventually(secret_owned, "the Secret owned by its Certificate")
+
+        # A head Pod IP joins the head certificate's SANs.
+        head = next(
+            p for p in await pods() or [] if p["metadata"]["labels"][C.RAY_NODE_TYPE_LABEL_KEY] == "head"
+        )
+        fresh = await client.get(PODS, head["metadata"]["name"], NS)
+        await client.update_status(PODS, {**fresh, "status": {"phase": "Running", "podIP": "10.1.0.7"}})
+
+        async def san() -> bool:
+            try:
+                cert = await client.get(CERTIFICATES, "ray-head-cert-c", NS)
+            except NotFound:
+                return False
+            return bool(cert["spec"]["ipAddresses"] == ["10.1.0.7", "127.0.0.1"])
+
+        await eventually(san, "the head Pod IP in the certificate")
+        assert "Updated head certificate SANs (IPs: [10.1.0.7 127.0.0.1])" in await notes(
+            client, "MTLSCertificatesUpdated"
+        )
+    finally:
+        manager.stop()
+        await asyncio.wait_for(task, 30)
