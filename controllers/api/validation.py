@@ -240,7 +240,9 @@ def _incremental_errors(spec: RayServiceSpec) -> list[FieldError]:
     return errs
 
 
-def validate_rayservice_spec(service: RayService, *, incremental_upgrade: bool = True) -> list[FieldError]:
+def validate_rayservice_spec(
+    service: RayService, *, incremental_upgrade: bool = True, gates: ClusterGates = ClusterGates()
+) -> list[FieldError]:
     """``incremental_upgrade`` is the RayServiceIncrementalUpgrade feature gate."""
     spec = service.spec
     if spec is None:
@@ -263,6 +265,7 @@ def validate_rayservice_spec(service: RayService, *, incremental_upgrade: bool =
             path="spec.rayClusterConfig",
             labels={},
             owner_kind="RayService",
+            gates=gates,
         )
         head_service = cluster.head_group_spec.head_service if cluster.head_group_spec else None
         head_service_name = ((head_service or {}).get("metadata") or {}).get("name")
@@ -300,12 +303,16 @@ def validate_rayservice_spec(service: RayService, *, incremental_upgrade: bool =
 
 
 def validate_rayservice(
-    obj: RayService | dict[str, Any], *, incremental_upgrade: bool = True
+    obj: RayService | dict[str, Any],
+    *,
+    incremental_upgrade: bool = True,
+    gates: ClusterGates = ClusterGates(),
 ) -> list[FieldError]:
-    """All problems with a RayService (metadata and spec); ``incremental_upgrade`` is the feature gate."""
+    """All problems with a RayService (metadata and spec); ``incremental_upgrade`` is the
+    RayServiceIncrementalUpgrade gate, ``gates`` the alpha gates of its ``rayClusterConfig``."""
     service = _loaded(RayService, obj)
     if isinstance(service, list):
         return service
     return validate_rayservice_metadata(service) + validate_rayservice_spec(
-        service, incremental_upgrade=incremental_upgrade
+        service, incremental_upgrade=incremental_upgrade, gates=gates
     )

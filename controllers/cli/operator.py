@@ -73,6 +73,7 @@ def build_manager(
         submitter_pod_spec=rayjob_submitter_pod_spec,
         kubernetes_was=flags.feature_gates.get("KubernetesWAS", False),
     )
+    cluster_gates = ClusterGates.from_feature_gates(flags.feature_gates)
     setup_raycluster(
         manager,
         options=dataclasses.replace(
@@ -81,14 +82,17 @@ def build_manager(
             openshift=OpenShift(
                 manager.client, use_ingress=os.environ.get(USE_INGRESS_ON_OPENSHIFT, "").lower() == "true"
             ),
-            gates=ClusterGates.from_feature_gates(flags.feature_gates),
+            gates=cluster_gates,
         ),
         max_concurrent_reconciles=flags.reconcile_concurrency,
         resync_period=flags.raycluster_resync_period,
     )
     setup_rayservice(
         manager,
-        options=RayServiceOptions(incremental_upgrade=flags.feature_gates["RayServiceIncrementalUpgrade"]),
+        options=RayServiceOptions(
+            incremental_upgrade=flags.feature_gates["RayServiceIncrementalUpgrade"],
+            cluster_gates=cluster_gates,
+        ),
         max_concurrent_reconciles=flags.reconcile_concurrency,
         head_check_concurrency=flags.head_proxy_health_concurrency,
         head_check_period=flags.head_proxy_health_period,

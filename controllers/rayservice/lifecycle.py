@@ -97,7 +97,11 @@ def validate(ctx: ServiceContext) -> list[Any]:
     memo = ctx.memo
     if memo.validated is not None and memo.validated[0] == token:
         return memo.validated[1]
-    errors = list(validate_rayservice(ctx.svc, incremental_upgrade=ctx.options.incremental_upgrade))
+    errors = list(
+        validate_rayservice(
+            ctx.svc, incremental_upgrade=ctx.options.incremental_upgrade, gates=ctx.options.cluster_gates
+        )
+    )
     memo.validated = (token, errors)
     return errors
 

@@ -6,6 +6,8 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from controllers.api.gates import ClusterGates
+
 __all__ = [
     "COND_SERVE_CONFIG_VALID",
     "DEFAULT_DELETION_DELAY",
@@ -25,3 +27,5 @@ class RayServiceOptions:
     status_refresh_interval: float | None = 300.0  # slow refresh of application statuses when idle
     env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
     incremental_upgrade: bool = True  # the RayServiceIncrementalUpgrade feature gate
+    # The RayCluster alpha gates: what rayClusterConfig may say (the RayCluster controller's own).
+    cluster_gates: ClusterGates = field(default_factory=ClusterGates)

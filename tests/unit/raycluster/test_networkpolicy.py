@@ -246,3 +246,18 @@ def test_group_names_must_be_dns_labels_when_a_policy_is_set() -> None:
     )
     c["spec"].pop("networkPolicy")
     assert _messages(c) == []
+
+
+def test_a_rayservice_cluster_config_follows_the_same_gate() -> None:
+    from controllers.api.validation import validate_rayservice
+
+    service = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayService",
+        "metadata": {"name": "s", "namespace": "ns"},
+        "spec": {"rayClusterConfig": cluster({"mode": "DenyAll"})["spec"]},
+    }
+    assert [e.message for e in validate_rayservice(service)] == [
+        "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be enabled"
+    ]
+    assert validate_rayservice(service, gates=ON) == []
