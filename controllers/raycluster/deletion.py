@@ -19,6 +19,7 @@ from controllers.common.events import write_with_events
 from controllers.common.finalizers import finalizer_update
 from controllers.common.objects import annotations_of, is_deleting, labels_of
 from controllers.raycluster.context import ClusterContext
+from controllers.raycluster.gcs_embedded import is_embedded
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import external_storage_namespace
 from controllers.raycluster.redis_cleanup import build_redis_cleanup_job, redis_cleanup_job_name
@@ -74,6 +75,11 @@ async def finalize(ctx: ClusterContext) -> float | None:
     """One step of the deletion flow; returns a requeue delay while work is pending, else None."""
     client, cluster, options = ctx.client, ctx.cluster, ctx.options
     if C.GCS_FT_REDIS_CLEANUP_FINALIZER not in (cluster["metadata"].get("finalizers") or []):
+        return None
+    if is_embedded(cluster):
+        # Added under an earlier Redis-backed spec; the embedded store has no Redis to clean, so the
+        # finalizer goes at once (KubeRay does the same) instead of waiting out the flow's timeout.
+        await _remove_finalizer(client, cluster)
         return None
     ns, name = ctx.namespace, ctx.name
     deleted_at = datetime.fromisoformat(str(cluster["metadata"]["deletionTimestamp"]).replace("Z", "+00:00"))

@@ -247,6 +247,19 @@ async def test_a_stuck_redis_cleanup_is_abandoned_after_the_timeout_with_a_warni
     assert kit.events.reasons() == [C.EVENT_FORCE_DELETED_STUCK_CLUSTER]
 
 
+async def test_an_embedded_gcs_cluster_drops_a_leftover_redis_finalizer_at_once() -> None:
+    """A finalizer added under an earlier Redis spec: no Redis to clean, no Pods awaited (KubeRay)."""
+    clock = FakeClock()
+    cluster = redis_cluster(5, clock)
+    cluster["spec"]["gcsFaultToleranceOptions"] = {"backend": "rocksdb"}
+    kit = Kit(cluster, [pod("h", C.NODE_TYPE_HEAD)])
+    kit.clock = clock
+    assert not deletion.needs_finalizer(kit.cluster, kit.options)
+    assert await deletion.finalize(kit.ctx) is None
+    assert kit.verbs() == [("update", "RayCluster")]
+    assert not kit.client.stored[("RayCluster", "rc")]["metadata"].get("finalizers")
+
+
 # -- status --------------------------------------------------------------------------------------
 
 
