@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+import yaml
 
 from controllers import constants as C
 from controllers.api.gates import ClusterGates
@@ -28,11 +29,13 @@ from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import EVENTS, PODS, SECRETS
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager, ManagerOptions
-from tests.integration.raycluster.conftest import CRDS, eventually, sample_cluster
+from tests.integration.raycluster.conftest import CRDS, eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-CERT_MANAGER_CRDS = Path(__file__).resolve().parents[2] / "fixtures" / "cert-manager" / "crds.yaml"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
+CERT_MANAGER_CRDS = FIXTURES / "cert-manager" / "crds.yaml"
+SAMPLES = FIXTURES / "kuberay" / "samples"
 NS = "tls"
 
 
@@ -70,8 +73,8 @@ async def run_operator(env: Environment) -> tuple[Manager, asyncio.Task[None]]:
 
 
 def tls_cluster() -> dict[str, Any]:
-    body = sample_cluster("c", NS, replicas=1)
-    body["spec"]["tlsOptions"] = {"enabled": True}
+    """KubeRay's mTLS sample (``tlsOptions.enabled: true``, one worker)."""
+    body: dict[str, Any] = yaml.safe_load((SAMPLES / "ray-cluster.mtls.yaml").read_text())
     return body
 
 
@@ -121,32 +124,40 @@ async def test_with_cert_manager_the_pki_comes_first_then_the_pods(env: Environm
 
         async def pki() -> bool:
             issuers, certs = await names(client, ISSUERS), await names(client, CERTIFICATES)
-            return issuers == {"ray-selfsigned-issuer-c", "ray-ca-issuer-c"} and certs == {
-                "ray-ca-certificate-c",
-                "ray-head-cert-c",
-                "ray-worker-cert-c",
+            return issuers == {
+                "ray-selfsigned-issuer-raycluster-mtls",
+                "ray-ca-issuer-raycluster-mtls",
+            } and certs == {
+                "ray-ca-certificate-raycluster-mtls",
+                "ray-head-cert-raycluster-mtls",
+                "ray-worker-cert-raycluster-mtls",
             }
 
         await eventually(pki, "the Issuers and Certificates")
-        head_cert = await client.get(CERTIFICATES, "ray-head-cert-c", NS)
-        assert head_cert["spec"]["dnsNames"] == ["c-head-svc.tls.svc.cluster.local", "localhost"]
+        head_cert = await client.get(CERTIFICATES, "ray-head-cert-raycluster-mtls", NS)
+        assert head_cert["spec"]["dnsNames"] == [
+            "localhost",
+            "raycluster-mtls-head-svc.tls.svc.cluster.local",
+        ]
         assert head_cert["spec"]["ipAddresses"] == ["127.0.0.1"]
-        assert head_cert["spec"]["secretName"] == "ray-head-secret-c"
+        assert head_cert["spec"]["secretName"] == "ray-head-secret-raycluster-mtls"
         assert head_cert["spec"]["issuerRef"] == {
-            "name": "ray-ca-issuer-c",
+            "name": "ray-ca-issuer-raycluster-mtls",
             "kind": "Issuer",
             "group": "cert-manager.io",
         }
         assert [(r["uid"], r["controller"]) for r in head_cert["metadata"]["ownerReferences"]] == [
             (uid, True)
         ]
-        ca = await client.get(CERTIFICATES, "ray-ca-certificate-c", NS)
-        assert ca["spec"]["isCA"] is True and ca["spec"]["secretName"] == f"c-ca-secret-{uid[:8]}"
+        ca = await client.get(CERTIFICATES, "ray-ca-certificate-raycluster-mtls", NS)
+        assert (
+            ca["spec"]["isCA"] is True and ca["spec"]["secretName"] == f"raycluster-mtls-ca-secret-{uid[:8]}"
+        )
         assert await eventually(lambda: notes(client, "MTLSCertsNotReady"), "waiting for issuance")
         assert (await client.list(PODS, NS))["items"] == [], "no Pod before its certificate"
 
-        await _issue(client, "ray-head-cert-c", "ray-head-secret-c")
-        await _issue(client, "ray-worker-cert-c", "ray-worker-secret-c")
+        await _issue(client, "ray-head-cert-raycluster-mtls", "ray-head-secret-raycluster-mtls")
+        await _issue(client, "ray-worker-cert-raycluster-mtls", "ray-worker-secret-raycluster-mtls")
 
         async def pods() -> list[dict[str, Any]] | None:
             items = (await client.list(PODS, NS))["items"]
@@ -154,7 +165,11 @@ async def test_with_cert_manager_the_pki_comes_first_then_the_pods(env: Environm
 
         for pod in await eventually(pods, "the head and the worker"):
             node_type = pod["metadata"]["labels"][C.RAY_NODE_TYPE_LABEL_KEY]
-            secret = "ray-head-secret-c" if node_type == "head" else "ray-worker-secret-c"
+            secret = (
+                "ray-head-secret-raycluster-mtls"
+                if node_type == "head"
+                else "ray-worker-secret-raycluster-mtls"
+            )
             assert {"name": "ray-tls", "secret": {"secretName": secret, "defaultMode": 420}} in pod["spec"][
                 "volumes"
             ]
@@ -168,8 +183,10 @@ async def test_with_cert_manager_the_pki_comes_first_then_the_pods(env: Environm
         assert await eventually(lambda: notes(client, "MTLSPKIReady"), "the PKI ready")
 
         async def secret_owned() -> bool:
-            secret = await client.get(SECRETS, "ray-head-secret-c", NS)
-            return [r["name"] for r in secret["metadata"].get("ownerReferences") or []] == ["ray-head-cert-c"]
+            secret = await client.get(SECRETS, "ray-head-secret-raycluster-mtls", NS)
+            return [r["name"] for r in secret["metadata"].get("ownerReferences") or []] == [
+                "ray-head-cert-raycluster-mtls"
+            ]
 
         await eventually(secret_owned, "the Secret owned by its Certificate")
 
@@ -182,7 +199,7 @@ async def test_with_cert_manager_the_pki_comes_first_then_the_pods(env: Environm
 
         async def san() -> bool:
             try:
-                cert = await client.get(CERTIFICATES, "ray-head-cert-c", NS)
+                cert = await client.get(CERTIFICATES, "ray-head-cert-raycluster-mtls", NS)
             except NotFound:
                 return False
             return bool(cert["spec"]["ipAddresses"] == ["10.1.0.7", "127.0.0.1"])
