@@ -46,7 +46,6 @@ from kuberay_py.objects import Obj
 
 if TYPE_CHECKING:
     from controllers.raycluster.context import ClusterContext
-    from kuberay_py.manager.manager import Manager
 
 __all__ = [
     "CERTIFICATES",
@@ -57,7 +56,6 @@ __all__ = [
     "PKINotReady",
     "build_pki",
     "check_secrets_ready",
-    "setup",
     "wants_pods",
 ]
 
@@ -409,11 +407,3 @@ class MTLSReconciler:
                     "Ray does not hot-reload certs so a pod restart will be needed after renewal",
                 )
 
-
-def setup(manager: Manager, cert_manager: CertManager, options: RayClusterOptions) -> MTLSReconciler:
-    """Register the PKI controller (the caller checks the gate)."""
-    reconciler = MTLSReconciler(
-        manager.client, manager.cache, manager.event_recorder(CONTROLLER_NAME), cert_manager, options
-    )
-    manager.controller("raycluster-mtls").for_(C.RAYCLUSTERS).complete(reconciler)
-    return reconciler

@@ -19,7 +19,7 @@ reports an invalid one, and an API error here becomes a Failed* event.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from controllers import constants as C
 from controllers.common import cluster as common
@@ -28,14 +28,11 @@ from controllers.common.events import Recorder, write_with_events
 from controllers.raycluster.networkpolicy import build_policies, normalised_spec, same_policy
 from kuberay_py.client import AlreadyExists, Client, NotFound
 from kuberay_py.client.resources import NETWORKPOLICIES
-from kuberay_py.controller import GenerationChanged, Request, Result
+from kuberay_py.controller import Request, Result
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
 
-if TYPE_CHECKING:
-    from kuberay_py.manager.manager import Manager
-
-__all__ = ["CONTROLLER_NAME", "NameCollision", "NetworkPolicyReconciler", "setup"]
+__all__ = ["CONTROLLER_NAME", "NameCollision", "NetworkPolicyReconciler"]
 
 CONTROLLER_NAME = "networkpolicy-controller"
 log = get_logger("controllers.networkpolicy")
@@ -139,17 +136,3 @@ class NetworkPolicyReconciler:
             except NotFound:
                 continue
 
-
-def setup(manager: Manager, *, max_concurrent_reconciles: int = 1) -> NetworkPolicyReconciler:
-    """Register the controller (the caller checks the gate, as KubeRay's main does)."""
-    reconciler = NetworkPolicyReconciler(
-        manager.client, manager.cache, manager.event_recorder(CONTROLLER_NAME)
-    )
-    (
-        manager.controller("networkpolicy")
-        .for_(C.RAYCLUSTERS, predicates=[GenerationChanged()])
-        .owns(NETWORKPOLICIES)
-        .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
-        .complete(reconciler)
-    )
-    return reconciler

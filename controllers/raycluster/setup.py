@@ -1,7 +1,9 @@
 """Wiring the RayCluster controller into a manager, and the Pod cache both controllers read.
 
 Watches: ``for_(RayCluster)`` on generation, label and annotation changes (a status write of our
-own wakes nothing), ``owns`` Pods and Services. The Pod informer also feeds the create/delete
+own wakes nothing), ``owns`` Pods and Services. Behind KubeRay's alpha gates, two more controllers
+over RayClusters: ``networkpolicy`` (owns NetworkPolicies) and ``raycluster-mtls`` (the
+cert-manager PKI). The Pod informer also feeds the create/delete
 expectations. The manager's cache must be built with :func:`cache_selectors` (only Ray Pods and
 our own Jobs are cached, KubeRay #4761) and :func:`cache_transforms` (each cached Pod keeps only
 :class:`controllers.common.pods.SlimPod`); the RayService controller reads the same Pod cache.
@@ -20,11 +22,13 @@ from controllers.batchscheduler.kubernetes_was import PODGROUPS as WAS_PODGROUPS
 from controllers.batchscheduler.kubernetes_was import WORKLOADS as WAS_WORKLOADS
 from controllers.batchscheduler.volcano import PODGROUPS as VOLCANO_PODGROUPS
 from controllers.raycluster import mtls_pki, networkpolicy_controller
+from controllers.raycluster.mtls_pki import MTLSReconciler
+from controllers.raycluster.networkpolicy_controller import NetworkPolicyReconciler
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod_cache import slim_pod
 from controllers.raycluster.reconciler import RayClusterReconciler
 from kuberay_py.client import Resource
-from kuberay_py.client.resources import JOBS, PODS, SERVICES
+from kuberay_py.client.resources import JOBS, NETWORKPOLICIES, PODS, SERVICES
 from kuberay_py.clock import Clock
 from kuberay_py.controller import AnnotationsChanged, Expectations, GenerationChanged, LabelsChanged, or_
 from kuberay_py.objects import Obj
@@ -91,8 +95,21 @@ def setup(
     elif owned == WAS_WORKLOADS:  # KubernetesWAS
         builder = builder.owns(WAS_WORKLOADS).owns(WAS_PODGROUPS)
     builder.with_options(max_concurrent_reconciles=max_concurrent_reconciles).complete(reconciler)
+    # KubeRay's gated controllers, each its own as in KubeRay's main (alpha gates, off by default).
     if opts.gates.mtls:
-        mtls_pki.setup(manager, cert_manager, opts)
+        # Certificates and Issuers are not watched (their CRDs may be absent): it requeues itself.
+        recorder = manager.event_recorder(mtls_pki.CONTROLLER_NAME)
+        mtls = MTLSReconciler(manager.client, manager.cache, recorder, cert_manager, opts)
+        manager.controller("raycluster-mtls").for_(C.RAYCLUSTERS).complete(mtls)
     if opts.gates.network_policy:
-        networkpolicy_controller.setup(manager, max_concurrent_reconciles=max_concurrent_reconciles)
+        policies = NetworkPolicyReconciler(
+            manager.client, manager.cache, manager.event_recorder(networkpolicy_controller.CONTROLLER_NAME)
+        )
+        (
+            manager.controller("networkpolicy")
+            .for_(C.RAYCLUSTERS, predicates=[GenerationChanged()])
+            .owns(NETWORKPOLICIES)
+            .with_options(max_concurrent_reconciles=max_concurrent_reconciles)
+            .complete(policies)
+        )
     return reconciler
