@@ -24,6 +24,7 @@ from pydantic import ValidationError
 
 from controllers.api.cron_schedule import ScheduleError, parse_schedule
 from controllers.api.errors import FieldError
+from controllers.api.gates import ClusterGates
 from controllers.api.names import dns1035_label_errors
 from controllers.api.rayjob import (
     MANAGED_BY_VALUES,
@@ -94,10 +95,13 @@ def validate_rayjob_status(job: RayJob) -> list[FieldError]:
 
 
 class _SpecChecker:
-    def __init__(self, spec: RayJobSpec, path: str, deletion_gate: bool) -> None:
+    def __init__(
+        self, spec: RayJobSpec, path: str, deletion_gate: bool, gates: ClusterGates = ClusterGates()
+    ) -> None:
         self.spec = spec
         self.path = path
         self.deletion_gate = deletion_gate
+        self.gates = gates
         self.errors: list[FieldError] = []
 
     def add(self, rel: str, message: str) -> None:
@@ -175,7 +179,12 @@ class _SpecChecker:
                     _SPEC + "K8s token auth mode is currently not supported for RayJob",
                 )
             for err in validate_raycluster_spec(
-                cluster, annotations, path=f"{self.path}.rayClusterSpec", labels={}, owner_kind="RayJob"
+                cluster,
+                annotations,
+                path=f"{self.path}.rayClusterSpec",
+                labels={},
+                owner_kind="RayJob",
+                gates=self.gates,
             ):
                 self.errors.append(FieldError(err.path, _SPEC + err.message, "spec"))
 
@@ -359,11 +368,13 @@ def validate_rayjob_spec(
     *,
     path: str = "spec",
     deletion_gate: bool = True,
+    gates: ClusterGates = ClusterGates(),
 ) -> list[FieldError]:
-    """Every spec rule; ``deletion_gate`` is the ``RayJobDeletionPolicy`` feature gate (on by default)."""
+    """Every spec rule; ``deletion_gate`` is the ``RayJobDeletionPolicy`` feature gate (on by default),
+    ``gates`` the RayCluster alpha gates ``rayClusterSpec`` is checked with."""
     if spec is None:
         return [FieldError(path, "spec is required")]
-    check = _SpecChecker(spec, path, deletion_gate)
+    check = _SpecChecker(spec, path, deletion_gate, gates)
     check.lifecycle()
     check.deletion()
     check.cluster_and_mode(annotations or {})
@@ -380,7 +391,9 @@ def _load(model: type[RayJob] | type[RayCronJob], obj: Any) -> Any:
         return errors_from_pydantic(exc)
 
 
-def validate_rayjob(obj: RayJob | dict[str, Any], *, deletion_gate: bool = True) -> list[FieldError]:
+def validate_rayjob(
+    obj: RayJob | dict[str, Any], *, deletion_gate: bool = True, gates: ClusterGates = ClusterGates()
+) -> list[FieldError]:
     """All problems with a RayJob: metadata, then spec, then status (KubeRay's order)."""
     job = _load(RayJob, obj)
     if isinstance(job, list):
@@ -388,7 +401,7 @@ def validate_rayjob(obj: RayJob | dict[str, Any], *, deletion_gate: bool = True)
     assert isinstance(job, RayJob)
     return (
         validate_rayjob_metadata(job)
-        + validate_rayjob_spec(job.spec, job.annotations, deletion_gate=deletion_gate)
+        + validate_rayjob_spec(job.spec, job.annotations, deletion_gate=deletion_gate, gates=gates)
         + validate_rayjob_status(job)
     )
 

@@ -103,7 +103,10 @@ def build_manager(
         manager,
         max_concurrent_reconciles=flags.reconcile_concurrency,
         options=dataclasses.replace(
-            RayJobOptions.from_env(), deletion_policy=gates["RayJobDeletionPolicy"], batch_scheduler=scheduler
+            RayJobOptions.from_env(),
+            deletion_policy=gates["RayJobDeletionPolicy"],
+            batch_scheduler=scheduler,
+            cluster_gates=cluster_gates,
         ),
     )
     if gates["RayCronJob"]:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from controllers.api.gates import ClusterGates
 from controllers.batchscheduler import Scheduler
 
 __all__ = ["RayJobOptions"]
@@ -30,6 +31,8 @@ class RayJobOptions:
     cluster_domain: str = "cluster.local"
     # The RayJobDeletionPolicy feature gate (beta, on by default in KubeRay v1.7).
     deletion_policy: bool = True
+    # The RayCluster alpha gates: what rayClusterSpec may say (the RayCluster controller's own).
+    cluster_gates: ClusterGates = field(default_factory=ClusterGates)
     # Dashboard polls while a Ray job runs: first after ``poll_min`` s, doubling while nothing
     # changes, at most ``poll_max`` s apart (KubeRay polls every 3 s, always).
     poll_min: float = 1.0

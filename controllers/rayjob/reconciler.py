@@ -129,7 +129,9 @@ class RayJobReconciler:
             await cleanup.finalize(ctx)
             return Result(requeue=True) if ctx.requeue.now else Result()
 
-        errors = validate_rayjob(job, deletion_gate=self.options.deletion_policy)
+        errors = validate_rayjob(
+            job, deletion_gate=self.options.deletion_policy, gates=self.options.cluster_gates
+        )
         if errors:
             message = "\n".join(e.message for e in errors)
             if ctx.state != "ValidationFailed" or ctx.status.get("message") != message:

@@ -261,3 +261,19 @@ def test_a_rayservice_cluster_config_follows_the_same_gate() -> None:
         "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be enabled"
     ]
     assert validate_rayservice(service, gates=ON) == []
+
+
+def test_a_rayjob_cluster_spec_follows_the_same_gate() -> None:
+    from controllers.api.job_validation import validate_rayjob
+
+    job = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "j", "namespace": "ns"},
+        "spec": {"entrypoint": "python x.py", "rayClusterSpec": cluster({"mode": "DenyAll"})["spec"]},
+    }
+    [error] = validate_rayjob(job)
+    assert error.message.endswith(
+        "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be enabled"
+    )
+    assert validate_rayjob(job, gates=ON) == []
