@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from controllers import constants as C
 from controllers.common import cluster as common
-from controllers.common.events import write_with_events
+from controllers.common.events import create_once
 from controllers.common.quantity import QuantityError, format_quantity, parse_with_format
-from kuberay_py.client import AlreadyExists, NotFound
+from kuberay_py.client import NotFound
 from kuberay_py.client.resources import PERSISTENTVOLUMECLAIMS
 
 if TYPE_CHECKING:
@@ -169,22 +169,17 @@ async def reconcile_gcs_storage(ctx: ClusterContext) -> None:
         body = copy.deepcopy(desired)
         if not _retain(cluster):
             body["metadata"]["ownerReferences"] = [common.controller_ref(cluster)]
-        try:
-            await write_with_events(
-                ctx.recorder,
-                cluster,
-                ctx.client.create(PERSISTENTVOLUMECLAIMS, body, ns),
-                failed=(
-                    C.EVENT_FAILED_TO_CREATE_PVC,
-                    f"Failed to create GCS storage PVC {ns}/{name}, {{error}}",
-                ),
-                done=(C.EVENT_CREATED_PVC, f"Created GCS storage PVC {ns}/{name}"),
-                expected=(AlreadyExists,),
-            )
+        created = await create_once(
+            ctx.recorder,
+            cluster,
+            ctx.client.create(PERSISTENTVOLUMECLAIMS, body, ns),
+            failed=(C.EVENT_FAILED_TO_CREATE_PVC, f"Failed to create GCS storage PVC {ns}/{name}, {{error}}"),
+            done=(C.EVENT_CREATED_PVC, f"Created GCS storage PVC {ns}/{name}"),
+        )
+        if created is not None:
             known.add(marker)
             return
-        except AlreadyExists:
-            existing = await ctx.client.get(PERSISTENTVOLUMECLAIMS, name, ns)
+        existing = await ctx.client.get(PERSISTENTVOLUMECLAIMS, name, ns)
     else:
         drift = _drift(desired, existing)
         if drift:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 
 from controllers import constants as c
-from controllers.common.events import write_with_events
+from controllers.common.events import create_once, write_with_events
 from controllers.common.objects import labels_of
 from controllers.common.pods import is_running_and_ready
 from controllers.ray import metrics as ray_metrics
@@ -26,7 +26,6 @@ from controllers.rayservice.services import (
 from controllers.rayservice.serving import ServeResult
 from controllers.rayservice.shapes import cluster_name
 from controllers.rayservice.status import ready_endpoint_pod_uids
-from kuberay_py.client import AlreadyExists
 from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SERVICES
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
@@ -127,21 +126,16 @@ async def _apply_service(ctx: ServiceContext, desired: Obj) -> Obj:
     ns, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
     existing = ctx.cache.get(SERVICES, name, ns)
     if existing is None:
-        try:
-            created: Obj = await write_with_events(
-                ctx.recorder,
-                ctx.svc,
-                ctx.client.create(SERVICES, desired, ns),
-                failed=(
-                    c.EVENT_FAILED_TO_CREATE_SERVICE,
-                    f"Failed to create the service {ns}/{name}, {{error}}",
-                ),
-                done=(c.EVENT_CREATED_SERVICE, f"Created the service {ns}/{name}"),
-                expected=(AlreadyExists,),
-            )
+        created: Obj | None = await create_once(
+            ctx.recorder,
+            ctx.svc,
+            ctx.client.create(SERVICES, desired, ns),
+            failed=(c.EVENT_FAILED_TO_CREATE_SERVICE, f"Failed to create the service {ns}/{name}, {{error}}"),
+            done=(c.EVENT_CREATED_SERVICE, f"Created the service {ns}/{name}"),
+        )
+        if created is not None:
             return created
-        except AlreadyExists:
-            existing = await ctx.client.get(SERVICES, name, ns)
+        existing = await ctx.client.get(SERVICES, name, ns)
     old_sel = (existing.get("spec") or {}).get("selector") or {}
     if old_sel.get(c.RAY_CLUSTER_LABEL_KEY) == desired["spec"]["selector"].get(c.RAY_CLUSTER_LABEL_KEY):
         return existing
