@@ -19,6 +19,9 @@ LABEL org.opencontainers.image.title="kuberay-py" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV PATH=/opt/venv/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
 COPY --from=builder /opt/venv /opt/venv
+# KubeRay's Helm chart and kustomize manifests run `command: [/manager]` with the operator's flags
+# as args (no subcommand): /manager is the console script, whose default command is `run`.
+RUN ln -s /opt/venv/bin/kuberay-operator /manager
 USER 65532:65532
 EXPOSE 8080 8082
 ENTRYPOINT ["kuberay-operator"]

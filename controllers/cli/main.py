@@ -6,9 +6,34 @@ import sys
 
 import anyio
 
-from .flags import operator_flags, parse_args
+from .flags import OperatorFlags, operator_flags, parse_args
 
 __all__ = ["main"]
+
+
+def _with_configuration(flags: OperatorFlags) -> OperatorFlags | int:
+    """``--config``'s values over the flags, then KubeRay's start-up checks; an exit code on error."""
+    from .compat import config_error
+    from .configuration import ConfigurationError, apply_configuration, ignored_flags, load_configuration
+
+    if flags.config:
+        try:
+            config = load_configuration(flags.config)
+        except ConfigurationError as err:
+            sys.stderr.write(f"kuberay-operator: error: invalid config file: {err}\n")
+            return 2
+        ignored, unknown = ignored_flags(flags), config.unknown_fields()
+        flags = apply_configuration(flags, config)
+        # Said once logging is configured (run.py), so the lines have the chosen format.
+        flags.config_notes = [
+            *(("operator.flag_ignored_with_config", {"flag": f, "config": flags.config}) for f in ignored),
+            *(("operator.config_unknown_field", {"field": f, "config": flags.config}) for f in unknown),
+        ]
+    error = config_error(flags)
+    if error is not None:
+        sys.stderr.write(f"kuberay-operator: error: {error}\n")
+        return 2
+    return flags
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -19,6 +44,11 @@ def main(argv: list[str] | None = None) -> int:
 
         return print_or_write_crds(args.out)
     flags = operator_flags(args)
+    if command == "run":
+        configured = _with_configuration(flags)
+        if isinstance(configured, int):
+            return configured
+        flags = configured
     if command == "demo":
         from .demo import run_demo
 

@@ -9,13 +9,17 @@ metrics.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+from collections.abc import Iterator
 from typing import Any
 
 import anyio
+from prometheus_client.registry import Collector
 
 from controllers.api.gates import ClusterGates
+from controllers.batchscheduler import Scheduler
 from controllers.batchscheduler import from_options as batch_scheduler_from_options
 from controllers.constants import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from controllers.metrics import register_info_metrics
@@ -27,7 +31,7 @@ from controllers.raycronjob.options import RayCronJobOptions
 from controllers.raycronjob.setup import setup as setup_raycronjob
 from controllers.raycronjob.ticks import MissedTicks
 from controllers.rayjob.builders import submitter_pod_spec as rayjob_submitter_pod_spec
-from controllers.rayjob.metrics import register_job_metrics
+from controllers.rayjob.metrics import EXECUTION_DURATION, register_job_metrics
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.setup import setup as setup_rayjob
 from controllers.rayservice.options import RayServiceOptions
@@ -35,6 +39,7 @@ from controllers.rayservice.setup import setup as setup_rayservice
 from kuberay_py.cache import CacheNotSynced
 from kuberay_py.client import ClientConfig, Resource
 from kuberay_py.manager import Manager, ManagerOptions
+from kuberay_py.metrics import registry
 
 from .flags import OperatorFlags
 
@@ -68,8 +73,8 @@ def build_manager(
     # batchScheduler) arrive as OperatorFlags.enable_batch_scheduler / .batch_scheduler; the
     # KubernetesWAS gate as feature_gates["KubernetesWAS"].
     scheduler = batch_scheduler_from_options(
-        bool(getattr(flags, "enable_batch_scheduler", False)),
-        str(getattr(flags, "batch_scheduler", "") or ""),
+        flags.enable_batch_scheduler,
+        flags.batch_scheduler,
         submitter_pod_spec=rayjob_submitter_pod_spec,
         kubernetes_was=flags.feature_gates.get("KubernetesWAS", False),
     )
@@ -83,6 +88,7 @@ def build_manager(
                 manager.client, use_ingress=os.environ.get(USE_INGRESS_ON_OPENSHIFT, "").lower() == "true"
             ),
             gates=cluster_gates,
+            pod_defaults=flags.pod_defaults,
         ),
         max_concurrent_reconciles=flags.reconcile_concurrency,
         resync_period=flags.raycluster_resync_period,
@@ -102,12 +108,7 @@ def build_manager(
     setup_rayjob(
         manager,
         max_concurrent_reconciles=flags.reconcile_concurrency,
-        options=dataclasses.replace(
-            RayJobOptions.from_env(),
-            deletion_policy=gates["RayJobDeletionPolicy"],
-            batch_scheduler=scheduler,
-            cluster_gates=cluster_gates,
-        ),
+        options=_rayjob_options(flags, scheduler, cluster_gates),
     )
     if gates["RayCronJob"]:
         missed: MissedTicks = "latest" if flags.raycronjob_missed_ticks == "latest" else "all"
@@ -132,6 +133,41 @@ def build_manager(
             unregister_jobs()
             unregister()
 
+    async def no_cr_metrics() -> None:
+        # KubeRay without --enable-metrics registers none of its kuberay_* CR collectors; the
+        # execution-duration gauge is module-level here, so it leaves the registry while we run.
+        with _unregistered(EXECUTION_DURATION):
+            await anyio.sleep_forever()
+
     # Every replica exports the info metrics from its own cache, as KubeRay's collectors do.
-    manager.add_runnable(info_metrics, needs_leader_election=False)
+    manager.add_runnable(info_metrics if flags.enable_metrics else no_cr_metrics, needs_leader_election=False)
     return manager
+
+
+def _rayjob_options(
+    flags: OperatorFlags, scheduler: Scheduler | None, cluster_gates: ClusterGates
+) -> RayJobOptions:
+    options = dataclasses.replace(
+        RayJobOptions.from_env(),
+        deletion_policy=flags.feature_gates["RayJobDeletionPolicy"],
+        batch_scheduler=scheduler,
+        cluster_gates=cluster_gates,
+    )
+    if flags.delete_rayjob_after_job_finishes is not None:  # the Configuration file's field wins
+        options = dataclasses.replace(
+            options, delete_rayjob_after_finishes=flags.delete_rayjob_after_job_finishes
+        )
+    return options
+
+
+@contextlib.contextmanager
+def _unregistered(collector: Collector) -> Iterator[None]:
+    try:
+        registry.unregister(collector)
+    except KeyError:  # already out (another manager in this process)
+        yield
+        return
+    try:
+        yield
+    finally:
+        registry.register(collector)

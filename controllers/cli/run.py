@@ -12,6 +12,7 @@ from kuberay_py import log
 from kuberay_py.client import ClientConfig, load_config_retrying
 from kuberay_py.manager import LeaderElectionLost
 
+from .compat import startup_notes
 from .flags import OperatorFlags
 from .operator import build_manager
 
@@ -22,7 +23,19 @@ logger = structlog.get_logger("kuberay-operator")
 
 async def run_operator(flags: OperatorFlags) -> int:
     """Exit 0 after a SIGTERM drain; 1 when the lease is lost (the Pod restarts as a standby)."""
-    log.configure(flags.log_format, flags.log_level)
+    try:
+        log.configure(
+            flags.log_format,
+            flags.log_level,
+            file_path=flags.log_file_path or None,
+            file_fmt=flags.log_file_encoder,
+            stacktrace_level=flags.log_stacktrace_level or None,
+        )
+    except OSError as err:
+        sys.stderr.write(f"kuberay-operator: error: cannot write the log file {flags.log_file_path}: {err}\n")
+        return 2
+    for level, event, fields in startup_notes(flags):
+        (logger.warning if level == "warning" else logger.info)(event, **fields)
     config = await _load_config_until_signalled(flags)
     if config is None:
         return 0

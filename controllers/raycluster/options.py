@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from controllers import constants as C
 from controllers.api.gates import ClusterGates
 from controllers.batchscheduler import Scheduler
+from controllers.raycluster.pod_defaults import PodDefaults
 from controllers.raycluster.route import OpenShift
 
 __all__ = ["RayClusterOptions"]
@@ -50,6 +51,8 @@ class RayClusterOptions:
     openshift: OpenShift | None = None
     # The alpha feature gates that change what a spec may say (from --feature-gates, not the env).
     gates: ClusterGates = field(default_factory=ClusterGates)
+    # The Configuration file's Pod defaults (--config); none unless the operator was given one.
+    pod_defaults: PodDefaults = field(default_factory=PodDefaults)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RayClusterOptions:

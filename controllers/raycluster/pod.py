@@ -23,6 +23,7 @@ from controllers.raycluster.command import (
     set_missing_ray_start_params,
 )
 from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.pod_defaults import apply_container_env_defaults, apply_template_defaults
 from controllers.raycluster.probes import inject_probes
 from controllers.spechash import recreate_hash
 
@@ -339,6 +340,7 @@ def _finish_pod(
             _append_env(init, C.FQ_RAY_IP, fqdn)
         if not _env_exists(init, C.RAY_IP):
             _append_env(init, C.RAY_IP, fqdn.split(".", 1)[0])
+    apply_container_env_defaults(ray, opts.pod_defaults)  # before ours, only names the user lacks
     _set_ray_env(ray, cluster, node_type, ray_start_cmd, opts)
     if collector_at is not None:
         history_server.set_ray_event_env(ray)
@@ -397,6 +399,7 @@ def build_head_pod(cluster: dict[str, Any], opts: RayClusterOptions) -> dict[str
             containers.append(autoscaler_container(cluster, containers[C.RAY_CONTAINER_INDEX], tls=tls))
         if common.is_autoscaler_v2(cluster):
             spec["restartPolicy"] = "Never"
+    apply_template_defaults(pod, C.NODE_TYPE_HEAD, opts.pod_defaults)  # --config's sidecars, labels...
     return _finish_pod(pod, cluster, head, C.NODE_TYPE_HEAD, opts)
 
 
@@ -439,4 +442,5 @@ def build_worker_pod(
         )
     if common.is_autoscaler_v2(cluster):
         spec["restartPolicy"] = "Never"
+    apply_template_defaults(pod, C.NODE_TYPE_WORKER, opts.pod_defaults)  # --config's sidecars, labels...
     return _finish_pod(pod, cluster, group, C.NODE_TYPE_WORKER, opts)

@@ -32,9 +32,16 @@ LOOPBACK = ["--metrics-addr", "127.0.0.1:0", "--health-probe-bind-address", "127
 class Proc:
     """A started ``kuberay-operator`` with its output collected line by line."""
 
-    def __init__(self, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *args: str,
+        cwd: Path | None = None,
+        program: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        """``program`` replaces the console script (e.g. a ``manager`` link to it, as the image has)."""
         env = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
-        self.argv = [str(OPERATOR), *args]
+        self.argv = [str(program or OPERATOR), *args]
         self.popen = subprocess.Popen(
             self.argv,
             stdout=subprocess.PIPE,

@@ -1,0 +1,89 @@
+"""What a KubeRay v1.7.0 command line asks for that kuberay-py does differently, said once at start.
+
+A Deployment written for KubeRay may switch on things kuberay-py does not have (the API server
+proxy, the SidecarSubmitterRestart gate). KubeRay would honour them; exiting would make the swap fail on
+a flag that changes nothing for most clusters, and silence would hide it. So each one is one log
+line at start and the operator goes on. Only what KubeRay itself rejects is an error here
+(:func:`config_error`), with exit code 2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .flags import BATCH_SCHEDULERS, FEATURE_GATES, OperatorFlags
+
+__all__ = ["config_error", "startup_notes"]
+
+# Gates whose feature kuberay-py lacks (off by default in KubeRay v1.7.0).
+_MISSING_FEATURES = {
+    "SidecarSubmitterRestart": "per-container restart of the SidecarMode submitter",
+}
+# Gates whose behaviour kuberay-py always has (on by default in KubeRay v1.7.0).
+_ALWAYS_ON = {
+    "RayClusterStatusConditions": "RayCluster status conditions are always written",
+    "RayMultiHostIndexing": "worker Pods always carry the multi-host indexing labels",
+}
+
+
+def config_error(flags: OperatorFlags) -> str | None:
+    """KubeRay's ``ValidateBatchSchedulerConfig``: the combinations it refuses to start with."""
+    if flags.feature_gates.get("KubernetesWAS"):
+        if flags.enable_batch_scheduler or flags.batch_scheduler:
+            return (
+                "batch scheduler configs validation failed: the KubernetesWAS feature gate cannot be "
+                "combined with --batch-scheduler or --enable-batch-scheduler"
+            )
+        return None
+    if flags.enable_batch_scheduler and flags.batch_scheduler:
+        return (
+            "batch scheduler configs validation failed: both enable-batch-scheduler (deprecated) and "
+            "batch-scheduler are set; use batch-scheduler only"
+        )
+    if flags.batch_scheduler and flags.batch_scheduler not in BATCH_SCHEDULERS:
+        return (
+            "batch scheduler configs validation failed: scheduler is not supported, "
+            f"name={flags.batch_scheduler} (KubeRay knows {', '.join(BATCH_SCHEDULERS)})"
+        )
+    return None
+
+
+def startup_notes(flags: OperatorFlags) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(level, event, fields)`` log lines for the start-up, in a stable order."""
+    notes: list[tuple[str, str, dict[str, Any]]] = [
+        (
+            "info",
+            "operator.feature_gates",
+            {"feature_gates": {g: flags.feature_gates[g] for g in FEATURE_GATES}},
+        )
+    ]
+    for gate, what in _MISSING_FEATURES.items():
+        if flags.feature_gates.get(gate):
+            notes.append(
+                ("warning", "operator.feature_not_implemented", {"feature_gate": gate, "feature": what})
+            )
+    for gate, what in _ALWAYS_ON.items():
+        if not flags.feature_gates.get(gate, True):
+            notes.append(("warning", "operator.feature_gate_ignored", {"feature_gate": gate, "reason": what}))
+    if flags.use_kubernetes_proxy:
+        notes.append(
+            (
+                "warning",
+                "operator.kubernetes_proxy_not_implemented",
+                {"effect": "Ray heads are reached directly at their Pod IP, as without the flag"},
+            )
+        )
+    if flags.forced_cluster_upgrade:
+        notes.append(
+            ("info", "operator.deprecated_flag", {"flag": "forced-cluster-upgrade", "effect": "none"})
+        )
+    notes.extend(("warning", event, fields) for event, fields in flags.config_notes)
+    for name in flags.ignored_zap_flags:
+        notes.append(
+            (
+                "info",
+                "operator.flag_without_effect",
+                {"flag": name, "reason": "as in KubeRay, --log-stdout-encoder sets the log format"},
+            )
+        )
+    return notes
