@@ -159,19 +159,15 @@ def test_runtime_stage_is_non_root_with_the_cli_entrypoint() -> None:
 
 def test_manager_is_kuberays_entry_point_and_runs_the_operator() -> None:
     """KubeRay's chart and kustomize set ``command: [/manager]``; it must be the console script."""
+    # The venv the builder creates (and the runtime stage copies) holds the console script.
+    venvs = [args.split()[-1] for k, args in stages()[0] if k == "RUN" and "python -m venv" in args]
+    assert venvs
     runtime = stages()[-1]
-    links = [
-        shlex.split(args)
-        for k, args in runtime
-        if k == "RUN" and shlex.split(args)[:2] == ["ln", "-s"]
-    ]
-    assert ["ln", "-s", "/opt/venv/bin/kuberay-operator", "/manager"] in links
+    links = [shlex.split(args) for k, args in runtime if k == "RUN" and shlex.split(args)[:2] == ["ln", "-s"]]
+    assert ["ln", "-s", f"{venvs[0]}/bin/kuberay-operator", "/manager"] in links
     user_at = next(i for i, (k, _) in enumerate(runtime) if k == "USER")
     link_at = next(i for i, (k, a) in enumerate(runtime) if k == "RUN" and "/manager" in a)
     assert link_at < user_at  # created as root, then the image drops to the non-root user
-    # The path the console script lives at in the venv copied from the builder.
-    venvs = [args for k, args in stages()[0] if k == "RUN" and "python -m venv" in args]
-    assert venvs and venvs[0].split()[-1] == "/opt/venv"
 
 
 def test_constraints_pin_every_runtime_dependency_within_pyproject_ranges() -> None:
