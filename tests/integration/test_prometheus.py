@@ -92,7 +92,9 @@ def scraped_without_leader_election(tmp_path_factory: pytest.TempPathFactory) ->
     op: Proc | None = None
     try:
         demo.wait_for(lambda s: s.startswith("embedded cluster only (--no-operator)"), timeout=120)
-        op = Proc("run", "--kubeconfig", str(kubeconfig), *LOOPBACK, "--enable-leader-election=false")
+        # --enable-metrics: the kuberay_* series are opt-in, as in KubeRay (the shipped Deployment sets it).
+        election_off = "--enable-leader-election=false"
+        op = Proc("run", "--kubeconfig", str(kubeconfig), *LOOPBACK, election_off, "--enable-metrics")
         target = op.json_log("serving", server="metrics", timeout=120)["url"].split("://", 1)[1]
         with running_prometheus(tmp, [service_monitor_scrape_config(target, pod=OPERATOR_POD)]) as api:
             demo.wait_for(lambda s: s == "all objects are ready", timeout=240)
