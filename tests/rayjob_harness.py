@@ -59,7 +59,10 @@ class JobOperator:
 
 
 def start_job_operator(
-    config: ClientConfig, options: RayJobOptions = OPTIONS, clock: Clock | None = None
+    config: ClientConfig,
+    options: RayJobOptions = OPTIONS,
+    clock: Clock | None = None,
+    dashboards: DashboardClientFactory | None = None,
 ) -> JobOperator:
     """The RayCluster and RayJob controllers on this loop; ``clock`` (e.g. a FakeClock) is the
     RayJob controller's alone, so deadlines and TTLs can be stepped while Pods run in real time."""
@@ -74,7 +77,9 @@ def start_job_operator(
         ),
     )
     setup_raycluster(mgr, max_concurrent_reconciles=4)
-    reconciler = setup_rayjob(mgr, dashboard_factory=DashboardClientFactory(), options=options, clock=clock)
+    reconciler = setup_rayjob(
+        mgr, dashboard_factory=dashboards or DashboardClientFactory(), options=options, clock=clock
+    )
     return JobOperator(mgr, reconciler, asyncio.create_task(mgr.run(install_signal_handlers=False)))
 
 

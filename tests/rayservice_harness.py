@@ -19,6 +19,7 @@ import aiohttp
 import yaml
 
 from controllers import constants as c
+from controllers.ray.dashboard import DashboardClientFactory
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
@@ -102,6 +103,7 @@ def start_operator(
     clock: Clock | None = None,
     namespaces: list[str] | None = None,
     raycluster_options: RayClusterOptions | None = None,
+    dashboard_factory: DashboardClientFactory | None = None,
 ) -> Operator:
     """The manager with the RayService (and by default RayCluster) controller, running on this loop.
 
@@ -122,6 +124,7 @@ def start_operator(
         setup_raycluster(mgr, options=raycluster_options)
     rs = setup_rayservice(
         mgr,
+        dashboard_factory=dashboard_factory,
         head_check_period=head_check_period,
         options=RayServiceOptions(serve_poll_interval=serve_poll_interval, env=env or {}),
     )

@@ -1,7 +1,7 @@
 """What a KubeRay v1.7.0 command line asks for that kuberay-py does differently, said once at start.
 
-A Deployment written for KubeRay may switch on things kuberay-py does not have (the API server
-proxy, the SidecarSubmitterRestart gate). KubeRay would honour them; exiting would make the swap fail on
+A Deployment written for KubeRay may switch on things kuberay-py does not have (the
+SidecarSubmitterRestart gate). KubeRay would honour them; exiting would make the swap fail on
 a flag that changes nothing for most clusters, and silence would hide it. So each one is one log
 line at start and the operator goes on. Only what KubeRay itself rejects is an error here
 (:func:`config_error`), with exit code 2.
@@ -65,14 +65,6 @@ def startup_notes(flags: OperatorFlags) -> list[tuple[str, str, dict[str, Any]]]
     for gate, what in _ALWAYS_ON.items():
         if not flags.feature_gates.get(gate, True):
             notes.append(("warning", "operator.feature_gate_ignored", {"feature_gate": gate, "reason": what}))
-    if flags.use_kubernetes_proxy:
-        notes.append(
-            (
-                "warning",
-                "operator.kubernetes_proxy_not_implemented",
-                {"effect": "Ray heads are reached directly at their Pod IP, as without the flag"},
-            )
-        )
     if flags.forced_cluster_upgrade:
         notes.append(
             ("info", "operator.deprecated_flag", {"flag": "forced-cluster-upgrade", "effect": "none"})

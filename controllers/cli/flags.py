@@ -189,8 +189,10 @@ class OperatorFlags:
     # KubeRay's batch scheduler flags (controllers.batchscheduler); checked as KubeRay checks them.
     enable_batch_scheduler: bool = False
     batch_scheduler: str = ""
-    # Accepted for KubeRay's Deployments, not implemented (run.py says so once).
+    # KubeRay's --use-kubernetes-proxy: dashboards (services/proxy) and the head Serve proxy check
+    # (pods/proxy) through the API server.
     use_kubernetes_proxy: bool = False
+    # Accepted for KubeRay's Deployments, not implemented (run.py says so once).
     forced_cluster_upgrade: bool = False
     # DELETE_RAYJOB_CR_AFTER_JOB_FINISHES, or the Configuration's deleteRayJobAfterJobFinishes.
     delete_rayjob_after_job_finishes: bool | None = None
@@ -418,7 +420,7 @@ def build_run_flagset(values: dict[str, Any], program: str = "kuberay-operator")
         "use-kubernetes-proxy",
         "use_kubernetes_proxy",
         go_bool,
-        "reach Ray heads through the API server proxy; not implemented by kuberay-py",
+        "reach Ray dashboards (services/proxy) and head Serve proxies (pods/proxy) through the API server",
         False,
         is_bool=True,
     )

@@ -23,6 +23,7 @@ from controllers.batchscheduler import Scheduler
 from controllers.batchscheduler import from_options as batch_scheduler_from_options
 from controllers.constants import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from controllers.metrics import register_info_metrics
+from controllers.ray.dashboard import DashboardClientFactory
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.route import USE_INGRESS_ON_OPENSHIFT, OpenShift
 from controllers.raycluster.setup import cache_selectors, cache_transforms
@@ -95,6 +96,7 @@ def build_manager(
     )
     setup_rayservice(
         manager,
+        dashboard_factory=_dashboards(config, flags),
         options=RayServiceOptions(
             incremental_upgrade=flags.feature_gates["RayServiceIncrementalUpgrade"],
             cluster_gates=cluster_gates,
@@ -107,6 +109,7 @@ def build_manager(
     gates = flags.feature_gates
     setup_rayjob(
         manager,
+        dashboard_factory=_dashboards(config, flags),
         max_concurrent_reconciles=flags.reconcile_concurrency,
         options=_rayjob_options(flags, scheduler, cluster_gates),
     )
@@ -171,3 +174,8 @@ def _unregistered(collector: Collector) -> Iterator[None]:
         yield
     finally:
         registry.register(collector)
+
+
+def _dashboards(config: ClientConfig, flags: OperatorFlags) -> DashboardClientFactory:
+    """One factory per controller (each closes its own); through the API server when asked."""
+    return DashboardClientFactory(kubernetes_proxy=config if flags.use_kubernetes_proxy else None)

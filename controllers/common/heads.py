@@ -4,7 +4,9 @@ A missing head Pod is a normal state (the cluster is starting, suspended or bein
 an error to retry in a loop (KubeRay #4686): :func:`head_pod` returns None for it, and the
 RayCluster or Pod watch wakes the owner when a head appears. The operator dials the head Pod's IP
 from the Pod cache (not the head Service's DNS name): that works from outside the cluster network
-too (``kuberay-operator run`` on a laptop, the demo) and skips a Service hop.
+too (``kuberay-operator run`` on a laptop, the demo) and skips a Service hop. With
+``--use-kubernetes-proxy`` it goes through the API server's ``services/proxy`` of the head Service
+instead, as KubeRay does then.
 """
 
 from __future__ import annotations
@@ -15,13 +17,15 @@ from typing import Any
 
 from controllers import constants as c
 from controllers.common.cache import CacheReader
-from controllers.common.cluster import find_container_port
+from controllers.common.cluster import find_container_port, head_service_name
 from controllers.common.pods import live_pods
+from controllers.ray.dashboard import DashboardClient, DashboardClientFactory
 from kuberay_py.client.resources import PODS
 
 __all__ = [
     "TokenSecret",
     "auth_token_source",
+    "dashboard_client",
     "dashboard_port",
     "dashboard_url",
     "head_pod",
@@ -86,11 +90,43 @@ def auth_token_source(pod: dict[str, Any]) -> tuple[str, str, str] | None:
     return None
 
 
-def dashboard_url(pod: dict[str, Any], cluster: dict[str, Any] | None = None) -> str:
-    """``http://<pod IP>:<dashboard port>``, the IP bracketed when it is IPv6."""
+def dashboard_url(
+    pod: dict[str, Any], cluster: dict[str, Any] | None = None, *, proxy_host: str | None = None
+) -> str:
+    """``http://<pod IP>:<dashboard port>``, the IP bracketed when it is IPv6.
+
+    With ``proxy_host`` (the API server's base URL) it is KubeRay's proxied address instead:
+    ``<host>/api/v1/namespaces/<ns>/services/<head Service>:dashboard/proxy``, the Service named
+    as the cluster's ``status.head.serviceName`` says (else as it is generated), its port by name.
+    """
+    if proxy_host is not None:
+        meta = pod.get("metadata") or {}
+        namespace = str(meta.get("namespace") or "")
+        service = _head_service(pod, cluster)
+        return f"{proxy_host}/api/v1/namespaces/{namespace}/services/{service}:{c.DASHBOARD_PORT_NAME}/proxy"
     ip = str((pod.get("status") or {}).get("podIP") or "")
     host = f"[{ip}]" if ":" in ip else ip
     return f"http://{host}:{dashboard_port(pod, cluster)}"
+
+
+def dashboard_client(
+    dashboards: DashboardClientFactory,
+    pod: dict[str, Any],
+    cluster: dict[str, Any] | None,
+    auth_token: str | None,
+) -> DashboardClient:
+    """A client for this head's dashboard, direct or through the API server as the factory says."""
+    return dashboards.client(
+        dashboard_url(pod, cluster, proxy_host=dashboards.proxy_host), auth_token=auth_token
+    )
+
+
+def _head_service(pod: dict[str, Any], cluster: dict[str, Any] | None) -> str:
+    if cluster is not None:
+        named = ((cluster.get("status") or {}).get("head") or {}).get("serviceName")
+        return str(named) if named else head_service_name(cluster)
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    return head_service_name({"metadata": {"name": labels.get(c.RAY_CLUSTER_LABEL_KEY, "")}})
 
 
 @dataclass(frozen=True)

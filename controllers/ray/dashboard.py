@@ -14,22 +14,30 @@ Example::
     await dash.put_serve_applications({"applications": [...]})
     details = await dash.get_serve_details()
     await factory.close()
+
+With ``kubernetes_proxy`` (KubeRay's ``--use-kubernetes-proxy``) the factory speaks to the API
+server instead: the base URLs are the head Service's ``services/proxy`` subresource
+(:func:`controllers.common.heads.dashboard_url`), requests carry the operator's API credentials
+and TLS settings, and the timeout is KubeRay's 10 s for proxied traffic (two hops, and the API
+server dials the endpoint itself). For operators that cannot reach the Pod network.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import aiohttp
 import orjson
 
 from controllers.ray.serve_status import ServeDetails, parse_serve_details
+from kuberay_py.client import ClientConfig
 
 __all__ = [
     "DEFAULT_DASHBOARD_MAX_BODY",
     "DEFAULT_DASHBOARD_TIMEOUT",
+    "PROXIED_DASHBOARD_TIMEOUT",
     "SERVE_APPLICATIONS_PATH",
     "DashboardClient",
     "DashboardClientFactory",
@@ -44,11 +52,15 @@ __all__ = [
 ]
 
 DEFAULT_DASHBOARD_TIMEOUT = 2.0
+# KubeRay's RayHTTPClientProxyTimeoutSeconds: through the API server a request takes two hops.
+PROXIED_DASHBOARD_TIMEOUT = 10.0
 # A GET of a few dozen applications with full deployment configs and replica lists stays well under
 # a megabyte; 8 MiB leaves room for big deployments while bounding what one head can make us buffer.
 DEFAULT_DASHBOARD_MAX_BODY = 8 * 1024 * 1024
 SERVE_APPLICATIONS_PATH = "/api/serve/applications/"
 AUTH_HEADER = "x-ray-authorization"
+
+ApiCredentials = Callable[[], Awaitable[str | None]]
 
 
 class DashboardError(Exception):
@@ -125,10 +137,14 @@ class DashboardClient:
         auth_token: str | None = None,
         timeout: float = DEFAULT_DASHBOARD_TIMEOUT,
         max_body_bytes: int = DEFAULT_DASHBOARD_MAX_BODY,
+        api_credentials: ApiCredentials | None = None,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self._session = session
+        # Ray's token rides in its own header, so it passes the API server's proxy, which takes
+        # ``Authorization`` (``api_credentials``) for itself and strips it before forwarding.
         self._headers = {AUTH_HEADER: f"Bearer {auth_token}"} if auth_token else {}
+        self._api_credentials = api_credentials
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._max_body = max_body_bytes
 
@@ -157,6 +173,10 @@ class DashboardClient:
             # aiohttp would raise a bare RuntimeError("Session is closed"), which no caller expects.
             raise DashboardClosed("dashboard client factory is closed (operator shutting down)", url)
         headers = dict(self._headers)
+        if self._api_credentials is not None:
+            credential = await self._api_credentials()
+            if credential:
+                headers["Authorization"] = credential
         if data is not None:
             headers["Content-Type"] = "application/json"
         try:
@@ -191,11 +211,19 @@ class DashboardClientFactory:
     def __init__(
         self,
         *,
-        timeout: float = DEFAULT_DASHBOARD_TIMEOUT,
+        timeout: float | None = None,
         max_body_bytes: int = DEFAULT_DASHBOARD_MAX_BODY,
         max_connections: int = 100,
         max_connections_per_host: int = 4,
+        kubernetes_proxy: ClientConfig | None = None,
     ) -> None:
+        """``kubernetes_proxy``: the API server to proxy through (None: dial heads directly).
+
+        ``timeout`` defaults to 2 s direct, 10 s proxied (KubeRay's two constants).
+        """
+        self.kubernetes_proxy = kubernetes_proxy
+        if timeout is None:
+            timeout = DEFAULT_DASHBOARD_TIMEOUT if kubernetes_proxy is None else PROXIED_DASHBOARD_TIMEOUT
         self.timeout = timeout
         self.max_body_bytes = max_body_bytes
         self._limit = max_connections
@@ -211,12 +239,29 @@ class DashboardClientFactory:
         if self._closed:
             raise DashboardClosed("dashboard client factory is closed (operator shutting down)", base_url)
         if self._session is None or self._session.closed:
+            proxy = self.kubernetes_proxy
+            # Through the API server every dashboard shares one host: the per-host cap is the total.
+            per_host = self._limit if proxy is not None else self._limit_per_host
+            ssl: Any = proxy.ssl_context if proxy is not None and proxy.ssl_context is not None else True
             connector = aiohttp.TCPConnector(
-                limit=self._limit, limit_per_host=self._limit_per_host, keepalive_timeout=30.0
+                limit=self._limit, limit_per_host=per_host, keepalive_timeout=30.0, ssl=ssl
             )
             # Trust nothing from the environment: dashboards are addressed directly, never via a proxy.
             self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
         return self._session
+
+    @property
+    def proxy_host(self) -> str | None:
+        """The API server's base URL when dashboards are reached through it, else None."""
+        return None if self.kubernetes_proxy is None else self.kubernetes_proxy.host.rstrip("/")
+
+    async def _api_credentials(self) -> str | None:
+        proxy = self.kubernetes_proxy
+        if proxy is None:
+            return None
+        if proxy.token_source is not None:
+            return await proxy.token_source() or proxy.token
+        return proxy.token
 
     def client(self, base_url: str, *, auth_token: str | None = None) -> DashboardClient:
         return DashboardClient(
@@ -225,6 +270,7 @@ class DashboardClientFactory:
             auth_token=auth_token,
             timeout=self.timeout,
             max_body_bytes=self.max_body_bytes,
+            api_credentials=self._api_credentials if self.kubernetes_proxy is not None else None,
         )
 
     async def close(self) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from controllers import constants as C
-from controllers.common.heads import TokenSecret, dashboard_url, head_pod, head_token, token_from_secret
+from controllers.common.heads import TokenSecret, dashboard_client, head_pod, head_token, token_from_secret
 from controllers.ray.dashboard import DashboardError
 from controllers.ray.jobs import RayJobs
 from controllers.rayjob.context import JobContext
@@ -59,7 +59,7 @@ async def ray_jobs(ctx: JobContext) -> RayJobs:
     cluster = ctx.cache.get(C.RAYCLUSTERS, cluster_name, ctx.namespace)
     token = await _token(ctx, pod)
     ctx.memo.polls += 1
-    return RayJobs(ctx.dashboards.client(dashboard_url(pod, cluster), auth_token=token))
+    return RayJobs(dashboard_client(ctx.dashboards, pod, cluster, token))
 
 
 async def stop_ray_job(ctx: JobContext) -> None:

@@ -18,7 +18,7 @@ from typing import Any, cast
 
 from controllers import constants as c
 from controllers.api.rayservice import ServeConfigError, parse_serve_config
-from controllers.common.heads import dashboard_url, head_pod
+from controllers.common.heads import dashboard_client, head_pod
 from controllers.common.pods import is_running_and_ready
 from controllers.ray.dashboard import DashboardClient, DashboardClosed, DashboardError
 from controllers.ray.serve_status import ServeDetails
@@ -73,7 +73,7 @@ async def serve_cluster(
     if pod is None or not is_running_and_ready(pod):
         return ServeOutcome()  # the head Pod's status change wakes us up
     try:
-        dashboard = ctx.dashboards.client(dashboard_url(pod, cluster), auth_token=await auth_token(ctx, pod))
+        dashboard = dashboard_client(ctx.dashboards, pod, cluster, await auth_token(ctx, pod))
         details = await dashboard.get_serve_details()
     except DashboardClosed:
         return ServeOutcome(in_progress=True)

@@ -13,7 +13,7 @@ from typing import Any
 from controllers import constants as c
 from controllers.api.rayservice import ServeConfigError, parse_serve_config
 from controllers.common.events import write_with_events
-from controllers.common.heads import TokenSecret, dashboard_url, head_pod, head_token, token_from_secret
+from controllers.common.heads import TokenSecret, dashboard_client, head_pod, head_token, token_from_secret
 from controllers.common.objects import labels_of
 from controllers.common.pods import is_running_and_ready
 from controllers.ray.dashboard import DashboardClient, DashboardClosed, DashboardError, DashboardHTTPError
@@ -129,7 +129,7 @@ async def reconcile_serve(ctx: ServiceContext, cluster: Obj) -> ServeResult:
         ctx.warn("FailedToGetRayAuthToken", f"Cannot read the Ray auth token of {cluster_name}: {exc}")
         return ServeResult()  # the Secret's creation does not wake us; the slow refresh will
     try:
-        dashboard = ctx.dashboards.client(dashboard_url(pod, cluster), auth_token=token)
+        dashboard = dashboard_client(ctx.dashboards, pod, cluster, token)
         details = await dashboard.get_serve_details()
     except DashboardClosed:
         log.info(

@@ -21,6 +21,10 @@ EXTRA: dict[Permission, str] = {
     ("", "pods/resize", "patch"): (
         "escalation prevention: the autoscaler Role the operator creates grants pods/resize patch"
     ),
+    **{
+        ("", "services/proxy", verb): "--use-kubernetes-proxy: dashboard URLs, no client call"
+        for verb in ("create", "get", "update")
+    },
     ("ray.io", "rayclusters/finalizers", "update"): (
         "OwnerReferencesPermissionEnforcement: Pods/Services/... carry blockOwnerDeletion=true"
     ),

@@ -30,6 +30,7 @@ from .options import TRUE, boolean, field_manager, field_validation, int_param, 
 from .options import dry_run as dry_run_param
 from .registry import ResourceType
 from .selectors import parse_field_selector, parse_label_selector
+from .services_proxy import ServiceProxy
 from .tables import wants_table
 from .watchstream import WatchParams, serve_watch
 
@@ -76,7 +77,7 @@ def error_response(err: StatusError) -> web.Response:
 
 
 class _Route:
-    __slots__ = ("group", "name", "namespace", "rt", "sub", "watch_prefix")
+    __slots__ = ("group", "name", "namespace", "proxy_path", "rt", "sub", "watch_prefix")
 
     def __init__(self) -> None:
         self.group = ""
@@ -85,6 +86,7 @@ class _Route:
         self.name: str | None = None
         self.sub: str | None = None
         self.watch_prefix = False
+        self.proxy_path = ""  # services/proxy: what follows ``/proxy`` in the URL
 
 
 class ApiHandler:
@@ -93,6 +95,10 @@ class ApiHandler:
         self.core: ApiCore = settings.core
         self.faults: FaultInjector = settings.faults
         self.log: RequestLog = settings.request_log
+        self.service_proxy = ServiceProxy(settings.core)
+
+    async def close(self) -> None:
+        await self.service_proxy.close()
 
     # -- entry point --------------------------------------------------------------------------------
 
@@ -160,6 +166,11 @@ class ApiHandler:
             and not (len(rest) == 3 and rest[2] in ("status", "finalize"))
         ):
             route.namespace, rest = rest[1], rest[2:]
+        if route.namespace is not None and len(rest) >= 3 and rest[0] == "services" and rest[2] == "proxy":
+            # services/NAME/proxy/PATH: the rest of the URL (trailing slash kept) goes to the endpoint.
+            prefix = f"/services/{rest[1]}/proxy"
+            route.proxy_path = request.path[request.path.index(prefix) + len(prefix) :]
+            rest = rest[:3]
         if not rest or len(rest) > 3:
             raise StatusError.no_route()
         rt = self.core.registry.get(route.group, version, rest[0])
@@ -186,6 +197,8 @@ class ApiHandler:
             return rt.key == ("", "pods")
         if sub == "token":
             return rt.key == ("", "serviceaccounts")
+        if sub == "proxy":
+            return rt.key == ("", "services")
         return False
 
     @staticmethod
@@ -196,6 +209,10 @@ class ApiHandler:
             return {"POST": "create", "DELETE": "deletecollection"}.get(method, "unknown")
         if route.sub in ("binding", "token"):
             return "create"
+        if route.sub == "proxy":  # a connect subresource: the verb follows the method, as RBAC sees it
+            return {"GET": "get", "HEAD": "get", "POST": "create", "PUT": "update"}.get(
+                method, method.lower()
+            )
         if method == "GET":
             return "watch" if route.watch_prefix else "get"
         return {"PUT": "update", "PATCH": "patch", "DELETE": "delete"}.get(method, "unknown")
@@ -251,6 +268,9 @@ class ApiHandler:
                 raise StatusError.method_not_allowed(request.method)
             body = await self._object_body(request)
             return json_response(answer(route.namespace, route.name, body, current_user.get() or ADMIN), 201)
+        if route.sub == "proxy":
+            assert route.namespace is not None and route.name is not None
+            return await self.service_proxy.forward(request, route.namespace, route.name, route.proxy_path)
         q = request.query
         dry_run = dry_run_param(q, verb)
         strict = field_validation(q) == "Strict"

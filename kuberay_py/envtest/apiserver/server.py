@@ -169,6 +169,7 @@ class BuiltinAPIServer:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self._handler.close()
 
     async def __aenter__(self) -> BuiltinAPIServer:
         await self.start()

@@ -37,7 +37,7 @@ def test_each_missing_feature_is_one_warning() -> None:
         [
             "--feature-gates=RayClusterMTLS=true,SidecarSubmitterRestart=true,RayMultiHostIndexing=false",
             "--batch-scheduler=volcano",  # implemented (controllers.batchscheduler): no warning
-            "--use-kubernetes-proxy",
+            "--use-kubernetes-proxy",  # implemented (services/proxy, pods/proxy): no warning
             "--forced-cluster-upgrade",
             "--zap-encoder=console",
         ]
@@ -46,8 +46,7 @@ def test_each_missing_feature_is_one_warning() -> None:
     assert gates == ["SidecarSubmitterRestart"]  # RayClusterMTLS is implemented
     assert [e["feature_gate"] for e in events["operator.feature_gate_ignored"]] == ["RayMultiHostIndexing"]
     assert "operator.batch_scheduler_not_implemented" not in events
-    assert len(events["operator.kubernetes_proxy_not_implemented"]) == 1
-    assert events["operator.kubernetes_proxy_not_implemented"][0]["level"] == "warning"
+    assert "operator.kubernetes_proxy_not_implemented" not in events
     assert events["operator.deprecated_flag"][0]["flag"] == "forced-cluster-upgrade"
     assert events["operator.flag_without_effect"][0]["flag"] == "zap-encoder"
 

@@ -45,6 +45,7 @@ class FakeDashboard:
     reject: DashboardHTTPError | None = None
     submitted: list[Obj] = field(default_factory=list)
     urls: list[tuple[str, str | None]] = field(default_factory=list)
+    proxy_host: str | None = None  # dashboards dialled directly, as without --use-kubernetes-proxy
 
     def client(self, base_url: str, *, auth_token: str | None = None) -> FakeDashboard:
         self.urls.append((base_url, auth_token))

@@ -1,0 +1,105 @@
+"""``--use-kubernetes-proxy`` end to end: a RayJob and a RayService whose dashboards the operator
+reaches only through the API server's ``services/proxy`` of each head Service.
+
+envtest + the simulator (fake Ray heads on pod-network addresses): the operator's dashboard
+factories point at the API server, which forwards to the head Service's ready endpoint. The
+built-in server's request log proves the traffic went through ``services/proxy`` (a real
+kube-apiserver keeps no such log: there the end-to-end success is what is checked).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest_asyncio
+
+from controllers.constants import RAYSERVICES
+from controllers.ray.dashboard import DashboardClientFactory
+from controllers.raysim import RayPodRuntime
+from kuberay_py.client import Client
+from kuberay_py.client.resources import SERVICES
+from kuberay_py.envtest import Environment
+from tests.polling import condition, eventually
+from tests.rayjob_harness import (
+    CRD_DIR,
+    PROBE_SCALE,
+    TIMINGS,
+    JobScenario,
+    rayjob,
+    start_job_operator,
+)
+from tests.rayservice_harness import rayservice, start_operator, stop_operator
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def proxied() -> AsyncIterator[JobScenario]:
+    runtime = RayPodRuntime(timings=TIMINGS)
+    async with Environment(
+        [str(CRD_DIR)], simulate=True, pod_runtime=runtime, probe_period_scale=PROBE_SCALE
+    ) as env:
+        lookups = env.new_client()
+
+        async def selector(namespace: str, name: str) -> dict[str, str] | None:
+            svc = await lookups.get(SERVICES, name, namespace)
+            return dict((svc.get("spec") or {}).get("selector") or {})
+
+        runtime.service_selector = selector
+        config = env.client_config
+        jobs_op = start_job_operator(config, dashboards=DashboardClientFactory(kubernetes_proxy=config))
+        serve_op = start_operator(
+            config, raycluster=False, dashboard_factory=DashboardClientFactory(kubernetes_proxy=config)
+        )
+        client: Client = env.new_client()
+        ns = await env.create_namespace()
+        try:
+            yield JobScenario(env, client, ns, runtime, jobs_op)
+        finally:
+            await stop_operator(serve_op)
+            await jobs_op.stop()
+            await client.close()
+            await lookups.close()
+            await runtime.close()
+
+
+def proxied_calls(env: Environment, namespace: str) -> int:
+    assert env.server is not None
+    return sum(
+        1
+        for r in env.server.request_log.records
+        if r.resource == "services/proxy" and r.namespace == namespace and r.status < 300
+    )
+
+
+async def test_rayjob_and_rayservice_reach_their_dashboards_through_the_api_server(
+    proxied: JobScenario,
+) -> None:
+    sc = proxied
+    await sc.create(rayjob("viaproxy", "echo hello && sleep 1"))
+    done = await sc.until("viaproxy", {"jobDeploymentStatus": "Complete"})
+    st = done["status"]
+    assert (st["jobStatus"], st["succeeded"]) == ("SUCCEEDED", 1)
+    assert sc.jobs_of(st["rayClusterName"]).submissions == 1
+    # status.dashboardURL stays the in-cluster address (the submitter and users read it).
+    assert st["dashboardURL"] == f"{st['rayClusterName']}-head-svc.{sc.namespace}.svc.cluster.local:8265"
+    if not sc.env.real:
+        assert proxied_calls(sc.env, sc.namespace) > 0
+
+    await sc.client.create(RAYSERVICES, rayservice("rs", workers=1, replicas=1), sc.namespace)
+
+    async def ready() -> dict | None:
+        svc = await sc.client.get(RAYSERVICES, "rs", sc.namespace)
+        return svc if condition(svc, "Ready").get("status") == "True" else None
+
+    svc = await eventually(ready, "RayService rs Ready through the proxy", 60.0)
+    apps = svc["status"]["activeServiceStatus"]["applicationStatuses"]
+    assert apps["fruit_app"]["status"] == "RUNNING"
+    if not sc.env.real:
+        cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
+        assert env_paths_mention(
+            sc.env, f"/services/{cluster}-head-svc:dashboard/proxy/api/serve/applications/"
+        )
+
+
+def env_paths_mention(env: Environment, fragment: str) -> bool:
+    assert env.server is not None
+    return any(fragment in r.path for r in env.server.request_log.records)
