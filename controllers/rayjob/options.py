@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 
 from controllers.api.gates import ClusterGates
@@ -20,12 +21,22 @@ def _seconds(name: str, default: float) -> float:
     return float(value) if value > 0 else default
 
 
+def _any_seconds(name: str, default: float) -> float:
+    """strconv.Atoi's parsing, any sign accepted (KubeRay checks nothing more for this one)."""
+    raw = os.environ.get(name, "")
+    return float(int(raw)) if re.fullmatch(r"[+-]?[0-9]+", raw) else default
+
+
 @dataclass(frozen=True)
 class RayJobOptions:
     # RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS: dashboard polls failing this long fail the job.
     status_check_timeout: float = 300.0
     # KubeRay's DefaultSubmitterFinishedTimeout: the submitter ended but Ray's job is not terminal.
     submitter_finished_timeout: float = 30.0
+    # RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS: Ray's job ended this long ago
+    # (rayJobInfo.endTime) and the RayJob is still Running, e.g. a `ray job submit` that never
+    # exits: it goes Complete / Failed anyway.
+    transition_grace_period: float = 300.0
     # DELETE_RAYJOB_CR_AFTER_JOB_FINISHES: shutdown deletes the RayJob instead of the cluster.
     delete_rayjob_after_finishes: bool = False
     cluster_domain: str = "cluster.local"
@@ -44,6 +55,9 @@ class RayJobOptions:
     def from_env(cls) -> RayJobOptions:
         return cls(
             status_check_timeout=_seconds("RAYJOB_STATUS_CHECK_TIMEOUT_SECONDS", 300.0),
+            transition_grace_period=_any_seconds(
+                "RAYJOB_DEPLOYMENT_STATUS_TRANSITION_GRACE_PERIOD_SECONDS", 300.0
+            ),
             delete_rayjob_after_finishes=os.environ.get("DELETE_RAYJOB_CR_AFTER_JOB_FINISHES", "").lower()
             == "true",
             cluster_domain=os.environ.get("CLUSTER_DOMAIN") or "cluster.local",

@@ -15,7 +15,7 @@ from controllers import constants as C
 from controllers.common.cluster import head_service_name
 from controllers.common.events import write_with_events
 from controllers.ray.dashboard import DashboardClosed, DashboardError
-from controllers.ray.jobs import JobAlreadySubmitted, JobInfo, JobSubmission
+from controllers.ray.jobs import TERMINAL_JOB_STATUSES, JobAlreadySubmitted, JobInfo, JobSubmission
 from controllers.rayjob import builders
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.dashboard_access import NoDashboard, ray_jobs, stop_ray_job
@@ -27,9 +27,21 @@ from kuberay_py.clock import format_rfc3339, parse_rfc3339
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
 
-__all__ = ["running", "submitter_outcome"]
+__all__ = [
+    "GRACE_PERIOD_MESSAGE",
+    "GRACE_PERIOD_REASON",
+    "running",
+    "submitter_outcome",
+    "transition_grace_period_over",
+]
 
 log = get_logger("controllers.rayjob")
+
+GRACE_PERIOD_REASON = "JobDeploymentStatusTransitionGracePeriodExceeded"
+GRACE_PERIOD_MESSAGE = (
+    "JobDeploymentStatus does not transition to Complete or Failed within the grace period "
+    "after JobStatus reaches a terminal state."
+)
 
 
 def _condition(job: Obj, type_: str) -> dict[str, Any] | None:
@@ -119,6 +131,34 @@ def _ms(value: int) -> str | None:
     return format_rfc3339(datetime.fromtimestamp(value / 1000, UTC)) if value else None
 
 
+def transition_grace_period_over(ctx: JobContext) -> bool:
+    """KubeRay's transition grace period: Ray's job ended ``transition_grace_period`` s ago (its
+    persisted ``rayJobInfo.endTime``) and the RayJob is still Running -> Complete, or Failed when
+    Ray says FAILED. Within the period it asks to be woken when the period ends: KubeRay finds it
+    by polling every 3 s, nothing else here would wake the RayJob then.
+    """
+    st = ctx.status
+    if st.get("jobStatus") not in TERMINAL_JOB_STATUSES:
+        return False
+    ended = parse_rfc3339((st.get("rayJobInfo") or {}).get("endTime"))
+    if ended is None:
+        return False
+    left = ctx.options.transition_grace_period - (ctx.now() - ended).total_seconds()
+    if left > 0:
+        ctx.requeue.at(left)
+        return False
+    log.info(
+        "JobDeploymentStatus did not follow the terminal JobStatus within the grace period",
+        rayjob=ctx.key,
+        end_time=st["rayJobInfo"]["endTime"],
+        grace_period_seconds=ctx.options.transition_grace_period,
+    )
+    ctx.move(
+        "Failed" if st.get("jobStatus") == "FAILED" else "Complete", GRACE_PERIOD_REASON, GRACE_PERIOD_MESSAGE
+    )
+    return True
+
+
 def _poll_later(ctx: JobContext, status: str) -> None:
     memo, opts = ctx.memo, ctx.options
     if status != memo.polled_status or memo.poll_interval <= 0:
@@ -199,6 +239,8 @@ async def running(ctx: JobContext) -> None:
         return
     if active_deadline_passed(ctx):
         await stop_ray_job(ctx)
+        return
+    if transition_grace_period_over(ctx):
         return
     failing_for = ctx.since("jobStatusCheckFailureStartTime")
     timeout = ctx.options.status_check_timeout
@@ -290,4 +332,7 @@ async def running(ctx: JobContext) -> None:
         ctx.requeue.at(left)
     if not info.terminal:
         _poll_later(ctx, info.status)
-    # Ray is terminal but the submitter still tails the logs: its Job's completion wakes us.
+        return
+    # Ray is terminal but the submitter still tails the logs: its Job's completion wakes us, and
+    # the transition grace period bounds the wait for a submitter that never ends.
+    transition_grace_period_over(ctx)
