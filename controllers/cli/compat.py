@@ -1,10 +1,10 @@
 """What a KubeRay v1.7.0 command line asks for that kuberay-py does differently, said once at start.
 
-A Deployment written for KubeRay may switch on things kuberay-py does not have (the
-SidecarSubmitterRestart gate). KubeRay would honour them; exiting would make the swap fail on
-a flag that changes nothing for most clusters, and silence would hide it. So each one is one log
-line at start and the operator goes on. Only what KubeRay itself rejects is an error here
-(:func:`config_error`), with exit code 2.
+A Deployment written for KubeRay may ask for things kuberay-py does differently (today: a gate
+whose behaviour is always on here, switched off). KubeRay would honour them; exiting would make
+the swap fail on a flag that changes nothing for most clusters, and silence would hide it. So each
+one is one log line at start and the operator goes on. Only what KubeRay itself rejects is an error
+here (:func:`config_error`), with exit code 2.
 """
 
 from __future__ import annotations
@@ -16,9 +16,7 @@ from .flags import BATCH_SCHEDULERS, FEATURE_GATES, OperatorFlags
 __all__ = ["config_error", "startup_notes"]
 
 # Gates whose feature kuberay-py lacks (off by default in KubeRay v1.7.0).
-_MISSING_FEATURES = {
-    "SidecarSubmitterRestart": "per-container restart of the SidecarMode submitter",
-}
+_MISSING_FEATURES: dict[str, str] = {}
 # Gates whose behaviour kuberay-py always has (on by default in KubeRay v1.7.0).
 _ALWAYS_ON = {
     "RayClusterStatusConditions": "RayCluster status conditions are always written",

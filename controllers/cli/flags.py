@@ -109,7 +109,6 @@ FEATURE_GATES: dict[str, bool] = {
 IMPLEMENTED_GATES = frozenset(FEATURE_GATES) - {
     "RayClusterStatusConditions",
     "RayMultiHostIndexing",
-    "SidecarSubmitterRestart",
 }
 
 

@@ -155,6 +155,7 @@ def _rayjob_options(
         deletion_policy=flags.feature_gates["RayJobDeletionPolicy"],
         batch_scheduler=scheduler,
         cluster_gates=cluster_gates,
+        sidecar_submitter_restart=flags.feature_gates["SidecarSubmitterRestart"],
     )
     if flags.delete_rayjob_after_job_finishes is not None:  # the Configuration file's field wins
         options = dataclasses.replace(

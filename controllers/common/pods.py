@@ -68,6 +68,7 @@ class ContainerStatus(TypedDict, total=False):
     started: bool
     restartCount: int
     state: dict[str, Any]  # HeadPodReady's reason (waiting/terminated)
+    lastState: dict[str, Any]  # a restarted SidecarMode submitter (SidecarSubmitterRestart)
 
 
 class PodStatus(TypedDict, total=False):

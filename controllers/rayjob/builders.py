@@ -84,9 +84,15 @@ def dashboard_url(cluster: Obj, domain: str) -> str:
     return f"{head_service_name(cluster)}.{ns}.svc.{domain}:{port}"
 
 
-def cluster_manifest(job: Obj, name: str, job_id: str = "") -> Obj:
+def cluster_manifest(job: Obj, name: str, job_id: str = "", *, sidecar_restart: bool = False) -> Obj:
     """The RayCluster for this attempt: a copy of ``rayClusterSpec`` (SidecarMode adds the
-    submitter container to the head and forces ``restartPolicy: Never``)."""
+    submitter container to the head and forces ``restartPolicy: Never``).
+
+    ``sidecar_restart`` (the SidecarSubmitterRestart gate): the submitter container alone restarts
+    on a non-zero exit (``restartPolicy: OnFailure``, Kubernetes 1.35's per-container rule), so its
+    script is K8sJobMode's re-entrant one: ``ray job status`` guard, ``--no-wait``, then
+    ``ray job logs --follow``; a restart after a dropped log stream re-attaches, never resubmits.
+    """
     meta = job["metadata"]
     labels = dict(meta.get("labels") or {}) | origin_labels(job) | {SUBMISSION_MODE_LABEL: _mode(job)}
     annotations = dict(meta.get("annotations") or {})
@@ -96,9 +102,13 @@ def cluster_manifest(job: Obj, name: str, job_id: str = "") -> Obj:
         pod_spec = spec.setdefault("headGroupSpec", {}).setdefault("template", {}).setdefault("spec", {})
         pod_spec["restartPolicy"] = "Never"
         port = dashboard_port(spec)
-        container = _submitter_container(job, spec, f"127.0.0.1:{port}", job_id, sidecar_port=port)
+        container = _submitter_container(
+            job, spec, f"127.0.0.1:{port}", job_id, sidecar_port=port, reentrant=sidecar_restart
+        )
         # The sidecar talks to a token-auth dashboard too (KubeRay sets the same two env vars).
         container["env"] += _auth_env({"metadata": {"name": name}, "spec": spec})
+        if sidecar_restart:
+            container["restartPolicy"] = "OnFailure"
         pod_spec.setdefault("containers", []).append(container)
     return owned_cluster(job, C.CRD_RAYJOB, name, labels=labels, annotations=annotations, spec=spec)
 
@@ -113,9 +123,16 @@ def _compact_json(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def submitter_words(job: Obj, address: str, job_id: str, *, sidecar_port: int | None = None) -> list[str]:
-    """The words of KubeRay's submitter script (docs/reference/rayjob.md §4.1), joined with spaces by
-    the caller."""
+def submitter_words(
+    job: Obj, address: str, job_id: str, *, sidecar_port: int | None = None, reentrant: bool = False
+) -> list[str]:
+    """The words of KubeRay's submitter script (docs/reference/rayjob.md §4.1), joined with spaces
+    by the caller.
+
+    K8sJobMode's (and ``reentrant`` SidecarMode's) script may run again, so it checks ``ray job
+    status`` first and follows the logs after a ``--no-wait`` submit; plain SidecarMode submits and
+    waits in one ``ray job submit``.
+    """
     spec = _spec(job)
     http = address if address.startswith("http") else f"http://{address}"
     health_base = f"http://localhost:{sidecar_port}" if sidecar_port is not None else http
@@ -142,7 +159,7 @@ def submitter_words(job: Obj, address: str, job_id: str, *, sidecar_port: int | 
         "done",
         ";",
     ]
-    follow = sidecar_port is None
+    follow = sidecar_port is None or reentrant
     if follow:
         words += [
             "if",
@@ -183,13 +200,20 @@ def submitter_words(job: Obj, address: str, job_id: str, *, sidecar_port: int | 
 
 
 def _submitter_container(
-    job: Obj, cluster_spec: dict[str, Any], address: str, job_id: str, *, sidecar_port: int | None = None
+    job: Obj,
+    cluster_spec: dict[str, Any],
+    address: str,
+    job_id: str,
+    *,
+    sidecar_port: int | None = None,
+    reentrant: bool = False,
 ) -> dict[str, Any]:
+    words = submitter_words(job, address, job_id, sidecar_port=sidecar_port, reentrant=reentrant)
     return {
         "name": SUBMITTER_CONTAINER,
         "image": head_image(cluster_spec),
         "command": ["/bin/bash", "-ce", "--"],
-        "args": [" ".join(submitter_words(job, address, job_id, sidecar_port=sidecar_port))],
+        "args": [" ".join(words)],
         "resources": copy.deepcopy(DEFAULT_SUBMITTER_RESOURCES),
         "env": [
             {"name": "PYTHONUNBUFFERED", "value": "1"},

@@ -84,7 +84,12 @@ async def get_or_create_cluster(ctx: JobContext) -> Obj | None:
             f"RayCluster {ref} set in the clusterSelector is not found. It must be created manually",
         )
         return None  # the cluster's creation wakes us (setup watches selected clusters)
-    manifest = builders.cluster_manifest(ctx.job, name, str(ctx.status.get("jobId") or ""))
+    manifest = builders.cluster_manifest(
+        ctx.job,
+        name,
+        str(ctx.status.get("jobId") or ""),
+        sidecar_restart=ctx.options.sidecar_submitter_restart,
+    )
     scheduling.tag_cluster(ctx, manifest)
     ref = f"{ctx.namespace}/{name}"
     created = await create_once(

@@ -44,6 +44,9 @@ class RayJobOptions:
     deletion_policy: bool = True
     # The RayCluster alpha gates: what rayClusterSpec may say (the RayCluster controller's own).
     cluster_gates: ClusterGates = field(default_factory=ClusterGates)
+    # The SidecarSubmitterRestart feature gate (alpha, off): the SidecarMode submitter container
+    # restarts on failure (up to submitterConfig.backoffLimit times) instead of failing the job.
+    sidecar_submitter_restart: bool = False
     # Dashboard polls while a Ray job runs: first after ``poll_min`` s, doubling while nothing
     # changes, at most ``poll_max`` s apart (KubeRay polls every 3 s, always).
     poll_min: float = 1.0

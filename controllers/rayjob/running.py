@@ -71,6 +71,8 @@ def submitter_outcome(ctx: JobContext) -> tuple[datetime | None, dict[str, Any] 
             return None, {"reason": "AppFailed", "message": "Ray head pod not found."}, False
         for cs in (heads[0].get("status") or {}).get("containerStatuses") or []:
             if cs.get("name") == builders.SUBMITTER_CONTAINER:
+                if ctx.options.sidecar_submitter_restart:
+                    return _restarting_sidecar(ctx, cs)
                 term = (cs.get("state") or {}).get("terminated")
                 if term:
                     when = parse_rfc3339(term.get("finishedAt")) or ctx.now()
@@ -82,6 +84,26 @@ def submitter_outcome(ctx: JobContext) -> tuple[datetime | None, dict[str, Any] 
                     return when, None, True
         return None, None, True
     return None, None, True
+
+
+def _restarting_sidecar(
+    ctx: JobContext, cs: dict[str, Any]
+) -> tuple[datetime | None, dict[str, Any] | None, bool]:
+    """SidecarSubmitterRestart: the kubelet restarts a failed submitter container, so one
+    non-zero exit is transient; the job fails once the container has failed and been restarted
+    ``submitterConfig.backoffLimit`` times (default 2, as the K8sJobMode Job's). It counts as
+    finished whenever it is terminated (the 30 s submitter-finished rule then applies, as KubeRay).
+    """
+    term = (cs.get("state") or {}).get("terminated")
+    finished = (parse_rfc3339(term.get("finishedAt")) or ctx.now()) if term else None
+    if not ((cs.get("lastState") or {}).get("terminated")) or (term and not term.get("exitCode")):
+        return finished, None, True
+    limit = (ctx.spec.get("submitterConfig") or {}).get("backoffLimit")
+    if int(cs.get("restartCount") or 0) < (2 if limit is None else int(limit)):
+        return finished, None, True
+    name = builders.SUBMITTER_CONTAINER
+    msg = f"Ray head pod submitter container {name} terminated after exceeding the maximum restart count"
+    return finished, {"reason": "SubmitterFailed", "message": msg}, True
 
 
 async def _head_service(ctx: JobContext, cluster: Obj) -> None:

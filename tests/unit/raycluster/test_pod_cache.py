@@ -276,7 +276,7 @@ def test_slim_pod_drops_what_nobody_reads() -> None:
         }
     ]
     assert "initContainerStatuses" not in slim["status"] and "qosClass" not in slim["status"]
-    kept_status = {"name", "ready", "started", "restartCount", "state"}
+    kept_status = {"name", "ready", "started", "restartCount", "state", "lastState"}
     assert set(slim["status"]["containerStatuses"][0]) == kept_status
     assert slim["metadata"]["labels"] == full["metadata"]["labels"]
     assert slim["metadata"]["ownerReferences"] == full["metadata"]["ownerReferences"]

@@ -1,0 +1,59 @@
+"""SidecarSubmitterRestart on the simulator: a SidecarMode RayJob whose submitter container carries
+``restartPolicy: OnFailure`` and KubeRay's re-entrant script (status guard, ``--no-wait``,
+``ray job logs --follow``) runs to Complete with one submission. Its own operator with the gate on.
+
+The simulated kubelet does not restart a single failed container of a running Pod (per-container
+restart rules); the restart accounting is covered by tests/unit/rayjob/test_sidecar_restart.py.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from controllers.constants import RAYCLUSTERS
+from controllers.raysim import RayPodRuntime
+from kuberay_py.client.resources import JOBS, PODS
+from kuberay_py.envtest import Environment
+from tests.rayjob_harness import (
+    CRD_DIR,
+    OPTIONS,
+    PROBE_SCALE,
+    TIMINGS,
+    JobScenario,
+    rayjob,
+    start_job_operator,
+)
+
+
+async def test_gate_on_sidecar_job_runs_the_re_entrant_submitter_to_complete() -> None:
+    runtime = RayPodRuntime(timings=TIMINGS)
+    options = dataclasses.replace(OPTIONS, sidecar_submitter_restart=True)
+    async with Environment(
+        [str(CRD_DIR)], simulate=True, pod_runtime=runtime, probe_period_scale=PROBE_SCALE
+    ) as env:
+        op = start_job_operator(env.client_config, options)
+        client = env.new_client()
+        ns = await env.create_namespace()
+        sc = JobScenario(env, client, ns, runtime, op)
+        try:
+            # Long enough for the head to turn Ready first: a finished sidecar makes the head unready.
+            await sc.create(rayjob("side", "sleep 5", submissionMode="SidecarMode"))
+            done = await sc.until("side", {"jobDeploymentStatus": "Complete"})
+            st = done["status"]
+            assert st["jobStatus"] == "SUCCEEDED"
+            assert sc.jobs_of(st["rayClusterName"]).submissions == 1
+            assert (await client.list(JOBS, ns))["items"] == []
+            cluster = await client.get(RAYCLUSTERS, st["rayClusterName"], ns)
+            head = cluster["spec"]["headGroupSpec"]["template"]["spec"]
+            assert head["restartPolicy"] == "Never"
+            sidecar = head["containers"][-1]
+            assert (sidecar["name"], sidecar["restartPolicy"]) == ("ray-job-submitter", "OnFailure")
+            assert "ray job status" in sidecar["args"][0] and "ray job logs" in sidecar["args"][0]
+            (pod,) = (await client.list(PODS, ns, label_selector=f"ray.io/cluster={st['rayClusterName']}"))[
+                "items"
+            ]
+            assert pod["spec"]["containers"][-1]["restartPolicy"] == "OnFailure"
+        finally:
+            await op.stop()
+            await client.close()
+            await runtime.close()
