@@ -10,6 +10,14 @@ from the Ray job status, not the Pod), 1 when a command fails (bash ``-e``). Wit
 (SidecarMode before ``SidecarSubmitterRestart``) ``ray job submit`` follows the logs itself and
 exits 1 if the job FAILED (a STOPPED job exits 0, as Ray 2.60's CLI does).
 
+KubeRay's light-weight submitter (the ``quay.io/kuberay/submitter`` image's ``/submitter``
+binary, a user's ``submitterPodTemplate`` command) is understood too: its flags
+(``--runtime-env-json``, ``--metadata-json``, ``--entrypoint-resources``,
+``--entrypoint-num-cpus/gpus``) and positional entrypoint build the ``POST /api/jobs/`` body, the
+address and id come from ``$RAY_DASHBOARD_ADDRESS`` / ``$RAY_JOB_SUBMISSION_ID``; it does not wait
+for GCS health, takes an already-used id as "submitted before" and tails the logs to the end
+(exit 0), and any other error exits 1, as that binary does.
+
 Service DNS names are not resolvable on a simulated host, so the caller passes ``resolve``: a
 dashboard host name → the head Pod address serving it.
 """
@@ -54,6 +62,9 @@ class SubmitterScript:
     no_wait: bool = False
     follow: bool = False
     body: dict[str, Any] = field(default_factory=dict)
+    # The light-weight submitter: no GCS health wait, an already-used id is not an error.
+    wait_healthy: bool = True
+    duplicate_ok: bool = False
 
 
 SIDECAR = "ray-job-submitter"
@@ -81,7 +92,63 @@ def _container_line(pod: dict[str, Any], name: str | None = None) -> tuple[str, 
 
 def is_submitter_pod(pod: dict[str, Any]) -> bool:
     line, _, _ = _container_line(pod)
-    return "ray job submit" in line or "ray job logs" in line
+    return "ray job submit" in line or "ray job logs" in line or _light_weight_words(pod) is not None
+
+
+LIGHT_WEIGHT_BINARY = "submitter"
+_LIGHT_WEIGHT_FLAGS = {
+    "--runtime-env-json",
+    "--metadata-json",
+    "--entrypoint-resources",
+    "--entrypoint-num-cpus",
+    "--entrypoint-num-gpus",
+}
+
+
+def _light_weight_words(pod: dict[str, Any], name: str | None = None) -> list[str] | None:
+    """The arguments of a container running the light-weight ``/submitter`` binary, else None."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    if name is not None:
+        containers = [c for c in containers if c.get("name") == name]
+    if not containers:
+        return None
+    command = [str(w) for w in containers[0].get("command") or []]
+    if not command or command[0].rsplit("/", 1)[-1] != LIGHT_WEIGHT_BINARY:
+        return None
+    return command[1:] + [str(w) for w in containers[0].get("args") or []]
+
+
+def _parse_light_weight(words: list[str], env: dict[str, str]) -> SubmitterScript:
+    """pflag's reading of the binary's command line: ``--flag value`` / ``--flag=value``, the
+    positional words (all of them after ``--``) joined with spaces as the entrypoint."""
+    flags: dict[str, str] = {}
+    positional: list[str] = []
+    i = 0
+    while i < len(words):
+        word = words[i]
+        if word == "--":
+            positional += words[i + 1 :]
+            break
+        name, eq, value = word.partition("=")
+        if name in _LIGHT_WEIGHT_FLAGS:
+            if not eq and i + 1 < len(words):
+                value = words[i + 1]
+                i += 1
+            flags[name] = value
+        else:
+            positional.append(word)
+        i += 1
+    sid = env.get("RAY_JOB_SUBMISSION_ID", "")
+    return SubmitterScript(
+        env.get("RAY_DASHBOARD_ADDRESS", ""),
+        sid,
+        submit=True,
+        no_wait=True,
+        follow=True,
+        body=_submit_body(flags, " ".join(positional), sid),
+        wait_healthy=False,
+        duplicate_ok=True,
+    )
 
 
 def _expand(word: str, env: dict[str, str]) -> str:
@@ -103,6 +170,9 @@ def sidecar_submitter(pod: dict[str, Any]) -> bool:
 def parse_submitter(pod: dict[str, Any], container: str | None = None) -> SubmitterScript | None:
     """The submitter's plan from its Pod, or None if the Pod runs no ``ray job`` commands."""
     line, env, _ = _container_line(pod, container)
+    light = _light_weight_words(pod, container)
+    if light is not None:
+        return _parse_light_weight(light, env)
     if "ray job" not in line:
         return None
     lexer = shlex.shlex(line, posix=True, punctuation_chars=";&|>")
@@ -204,7 +274,7 @@ async def run_submitter(
     # No session-wide total timeout: the log tail lives as long as the job; each request has its own.
     session_timeout = aiohttp.ClientTimeout(total=None, sock_connect=HTTP_TIMEOUT.total)
     async with aiohttp.ClientSession(headers=headers, timeout=session_timeout, trust_env=False) as session:
-        while not await _healthy(session, base):
+        while script.wait_healthy and not await _healthy(session, base):
             output.append(f"Waiting for Ray Dashboard GCS to become healthy at {base} ...")
             await clock.sleep(HEALTH_RETRY_SECONDS)
         sid = script.submission_id
@@ -215,10 +285,15 @@ async def run_submitter(
                     f"{base}/api/jobs/", data=orjson.dumps(script.body), timeout=HTTP_TIMEOUT
                 ) as resp:
                     text = await resp.text()
-                    if resp.status != 200:
+                    duplicate = script.duplicate_ok and "Please use a different submission_id" in text
+                    if resp.status != 200 and not duplicate:
                         output.append(text)
                         return 1
-                output.append(f"Job '{sid}' submitted successfully")
+                output.append(
+                    f"Job '{sid}' has already been submitted, tailing logs."
+                    if resp.status != 200
+                    else f"Job '{sid}' submitted successfully"
+                )
                 if not script.no_wait:
                     await _follow(session, base, sid, output)
                     return 1 if await _status(session, base, sid) == "FAILED" else 0

@@ -1,9 +1,10 @@
 """KubeRay's RayJob samples run on the simulator, all at once, each to a terminal state.
 
 Applied as written (with their ConfigMaps and RBAC objects), in one namespace, so this is also a
-small concurrency test. Skipped, with the reason: the light-weight submitter (its image's own
-binary), the SidecarMode sample (see NOT_OFFLINE; SidecarMode itself is a scenario test), the two
-multi-host TPU samples (16 and 256 hosts: too many Pods for a unit of CI).
+small concurrency test (the light-weight submitter sample's ``/submitter`` binary is played by
+raysim's submitter). Skipped, with the reason: the SidecarMode sample (see NOT_OFFLINE;
+SidecarMode itself is a scenario test), the two multi-host TPU samples (16 and 256 hosts: too
+many Pods for a unit of CI).
 ``ray-job.interactive-mode`` waits for a user's job id, so its stable state is ``Waiting``; the
 deletion-rules sample ends by deleting itself.
 """
@@ -25,7 +26,6 @@ from tests.polling import eventually
 from tests.rayjob_harness import SAMPLES, JobOperator, job_environment
 
 NOT_OFFLINE = {
-    "ray-job.light-weight-submitter.yaml": "runs quay.io/kuberay/submitter's own binary",
     # Its instant entrypoint ends the sidecar before the head's first readiness probe passes, so
     # the head never turns Ready (a terminated container is unready; KubeRay has the same trap).
     "ray-job.sidecar-mode.yaml": "the sidecar ends before the head is ever Ready",
@@ -51,7 +51,7 @@ async def shared() -> AsyncIterator[tuple[Environment, RayPodRuntime, JobOperato
 async def test_every_offline_sample_reaches_a_terminal_state(
     shared: tuple[Environment, RayPodRuntime, JobOperator],
 ) -> None:
-    env, _, _ = shared
+    env, runtime, _ = shared
     client = env.new_client()
     ns = await env.create_namespace()
     want: dict[str, str] = {}
@@ -76,7 +76,7 @@ async def test_every_offline_sample_reaches_a_terminal_state(
                 elif kind in KINDS:
                     with contextlib.suppress(AlreadyExists):  # the samples share their ConfigMap
                         await client.create(KINDS[kind], doc, ns)
-        assert len(want) == 15
+        assert len(want) == 16
 
         async def settled() -> dict[str, Any] | None:
             items = (await client.list(RAYJOBS, ns))["items"]
@@ -94,6 +94,9 @@ async def test_every_offline_sample_reaches_a_terminal_state(
         for job in (await client.list(RAYJOBS, ns))["items"]:
             if want[job["metadata"]["name"]] == "Complete":
                 assert job["status"]["jobStatus"] == "SUCCEEDED", job["metadata"]["name"]
+        # The light-weight submitter's Pod ran the /submitter binary: one submission, its logs.
+        light = await client.get(RAYJOBS, "light-weight-submitter", ns)
+        assert runtime.cluster(ns, light["status"]["rayClusterName"]).jobs.submissions == 1
     finally:
         await env.delete_namespace(ns)
         await client.close()
