@@ -22,6 +22,10 @@ Example::
     manager.add_runnable(checker.run)            # leader-only
     result = checker.latest(pod_uid)             # inside a reconcile: no I/O
     if result is None: checker.request(target)   # first sight of this head: check it soon
+
+With ``kubernetes_proxy`` (``--use-kubernetes-proxy``) each check goes through the API server's
+``pods/<pod>:<port>/proxy/-/healthz`` with the operator's credentials and a 10 s timeout, as
+KubeRay's proxied HTTP-proxy client; the dashboards' factory hands its setting down.
 """
 
 from __future__ import annotations
@@ -30,13 +34,14 @@ import asyncio
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import aiohttp
 import anyio
 
 from controllers.ray import metrics
-from controllers.ray.dashboard import read_capped
+from controllers.ray.dashboard import PROXIED_DASHBOARD_TIMEOUT, read_capped
+from kuberay_py.client import ClientConfig
 from kuberay_py.clock import Clock, RealClock
 from kuberay_py.log import get_logger
 
@@ -101,10 +106,13 @@ class HeadProxyHealthChecker:
         on_change: Callable[[HeadTarget, HealthResult], None] | None = None,
         max_concurrency: int = DEFAULT_CHECK_CONCURRENCY,
         period: float = DEFAULT_CHECK_PERIOD,
-        timeout: float = DEFAULT_CHECK_TIMEOUT,
+        timeout: float | None = None,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         clock: Clock | None = None,
+        kubernetes_proxy: ClientConfig | None = None,
     ) -> None:
+        if timeout is None:
+            timeout = DEFAULT_CHECK_TIMEOUT if kubernetes_proxy is None else PROXIED_DASHBOARD_TIMEOUT
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be >= 1, got {max_concurrency}")
         if period <= 0 or timeout <= 0:
@@ -122,7 +130,24 @@ class HeadProxyHealthChecker:
         self._tasks: set[asyncio.Task[None]] = set()
         self._session: aiohttp.ClientSession | None = None
         self._max_concurrency = max_concurrency
+        self.kubernetes_proxy = kubernetes_proxy
         self.rounds = 0
+
+    def url(self, target: HeadTarget) -> str:
+        """Where ``target`` is checked: the Pod itself, or its ``pods/proxy`` on the API server."""
+        proxy = self.kubernetes_proxy
+        if proxy is None:
+            return target.url
+        host = proxy.host.rstrip("/")
+        pod = f"{target.pod_name}:{target.port}"
+        return f"{host}/api/v1/namespaces/{target.namespace}/pods/{pod}/proxy{PROXY_HEALTH_PATH}"
+
+    async def _headers(self) -> dict[str, str]:
+        proxy = self.kubernetes_proxy
+        if proxy is None:
+            return {}
+        token = (await proxy.token_source() if proxy.token_source is not None else None) or proxy.token
+        return {"Authorization": token} if token else {}
 
     def set_targets(self, targets: Callable[[], Iterable[HeadTarget]]) -> None:
         """What :meth:`run` checks each period (set by whoever knows which heads matter)."""
@@ -231,7 +256,10 @@ class HeadProxyHealthChecker:
     async def _http_check(self, target: HeadTarget) -> tuple[bool, HealthOutcome, str]:
         try:
             async with self._get_session().get(
-                target.url, timeout=aiohttp.ClientTimeout(total=self.timeout), allow_redirects=False
+                self.url(target),
+                headers=await self._headers(),
+                timeout=aiohttp.ClientTimeout(total=self.timeout),
+                allow_redirects=False,
             ) as resp:
                 body, _ = await read_capped(resp, self.max_body_bytes)
                 text = body.decode("utf-8", errors="replace").strip()[:200]
@@ -245,10 +273,13 @@ class HeadProxyHealthChecker:
 
     def _get_session(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
+            proxy = self.kubernetes_proxy
+            ssl: Any = proxy.ssl_context if proxy is not None and proxy.ssl_context is not None else True
             connector = aiohttp.TCPConnector(
                 limit=self._max_concurrency,
                 keepalive_timeout=max(15.0, 3 * self.period),
                 force_close=False,
+                ssl=ssl,
             )
             self._session = aiohttp.ClientSession(connector=connector, trust_env=False)
         return self._session

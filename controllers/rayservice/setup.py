@@ -76,7 +76,10 @@ def setup(
     cache = manager.cache
     dashboards = dashboard_factory or DashboardClientFactory()
     checker = checker or HeadProxyHealthChecker(
-        max_concurrency=head_check_concurrency, period=head_check_period, clock=manager.clock
+        max_concurrency=head_check_concurrency,
+        period=head_check_period,
+        clock=manager.clock,
+        kubernetes_proxy=dashboards.kubernetes_proxy,  # --use-kubernetes-proxy covers both clients
     )
     holder: list[Controller] = []
 

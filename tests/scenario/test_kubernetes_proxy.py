@@ -1,5 +1,6 @@
 """``--use-kubernetes-proxy`` end to end: a RayJob and a RayService whose dashboards the operator
-reaches only through the API server's ``services/proxy`` of each head Service.
+reaches only through the API server's ``services/proxy`` of each head Service, and whose head
+Serve proxy it checks through ``pods/proxy``.
 
 envtest + the simulator (fake Ray heads on pod-network addresses): the operator's dashboard
 factories point at the API server, which forwards to the head Service's ready endpoint. The
@@ -97,6 +98,13 @@ async def test_rayjob_and_rayservice_reach_their_dashboards_through_the_api_serv
         cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
         assert env_paths_mention(
             sc.env, f"/services/{cluster}-head-svc:dashboard/proxy/api/serve/applications/"
+        )
+        # The head's Serve proxy health check went through pods/proxy too (KubeRay's proxied
+        # HTTP-proxy client).
+        assert sc.env.server is not None
+        assert any(
+            r.resource == "pods/proxy" and r.path.endswith(":8000/proxy/-/healthz") and r.status == 200
+            for r in sc.env.server.request_log.records
         )
 
 

@@ -25,6 +25,7 @@ EXTRA: dict[Permission, str] = {
         ("", "services/proxy", verb): "--use-kubernetes-proxy: dashboard URLs, no client call"
         for verb in ("create", "get", "update")
     },
+    ("", "pods/proxy", "get"): "--use-kubernetes-proxy: the head health check URL, no client call",
     ("ray.io", "rayclusters/finalizers", "update"): (
         "OwnerReferencesPermissionEnforcement: Pods/Services/... carry blockOwnerDeletion=true"
     ),

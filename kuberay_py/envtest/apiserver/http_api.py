@@ -166,9 +166,10 @@ class ApiHandler:
             and not (len(rest) == 3 and rest[2] in ("status", "finalize"))
         ):
             route.namespace, rest = rest[1], rest[2:]
-        if route.namespace is not None and len(rest) >= 3 and rest[0] == "services" and rest[2] == "proxy":
-            # services/NAME/proxy/PATH: the rest of the URL (trailing slash kept) goes to the endpoint.
-            prefix = f"/services/{rest[1]}/proxy"
+        proxied = len(rest) >= 3 and rest[0] in ("services", "pods") and rest[2] == "proxy"
+        if route.namespace is not None and proxied:
+            # KIND/NAME/proxy/PATH: the rest of the URL (trailing slash kept) goes to the endpoint.
+            prefix = f"/{rest[0]}/{rest[1]}/proxy"
             route.proxy_path = request.path[request.path.index(prefix) + len(prefix) :]
             rest = rest[:3]
         if not rest or len(rest) > 3:
@@ -198,7 +199,7 @@ class ApiHandler:
         if sub == "token":
             return rt.key == ("", "serviceaccounts")
         if sub == "proxy":
-            return rt.key == ("", "services")
+            return rt.key in (("", "services"), ("", "pods"))
         return False
 
     @staticmethod
@@ -270,7 +271,9 @@ class ApiHandler:
             return json_response(answer(route.namespace, route.name, body, current_user.get() or ADMIN), 201)
         if route.sub == "proxy":
             assert route.namespace is not None and route.name is not None
-            return await self.service_proxy.forward(request, route.namespace, route.name, route.proxy_path)
+            return await self.service_proxy.forward(
+                request, route.namespace, route.name, route.proxy_path, pod=rt.key == ("", "pods")
+            )
         q = request.query
         dry_run = dry_run_param(q, verb)
         strict = field_validation(q) == "Strict"

@@ -104,6 +104,7 @@ class BuiltinAPIServer:
             access=self.access,
         )
         self._handler = ApiHandler(self.settings)
+        self._handler.service_proxy.allow_loopback = accept_loopback_endpoint_addresses
 
     @property
     def bookmark_interval(self) -> float:
@@ -136,6 +137,7 @@ class BuiltinAPIServer:
     @accept_loopback_endpoint_addresses.setter
     def accept_loopback_endpoint_addresses(self, value: bool) -> None:
         self._endpoints.accept_loopback = value
+        self._handler.service_proxy.allow_loopback = value  # pods/proxy to such Pods, likewise
 
     # -- lifecycle ----------------------------------------------------------------------------------
 

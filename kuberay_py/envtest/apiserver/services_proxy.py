@@ -15,6 +15,10 @@ on one ready endpoint of the Service, which is how an operator outside the Pod n
   ``no endpoints available for service "<name>"``;
 * a dial that fails is 503 ``error trying to reach service: dial tcp IP:PORT: <reason>``.
 
+``/api/v1/namespaces/NS/pods/[SCHEME:]NAME[:PORT]/proxy/PATH`` goes to the Pod's own IP (and the
+port given, a number): a Pod without a usable address (none yet, loopback, link-local,
+unspecified) is 400 ``address not allowed``, as kube-apiserver's proxyable-address check answers.
+
 kube-apiserver reads the legacy Endpoints object the endpoints controller mirrors from the same
 Pods; the built-in server has no endpoints controller, so it reads the EndpointSlices (the same
 addresses). The caller's ``Authorization`` header authenticates to the API server and is not
@@ -23,6 +27,7 @@ forwarded, as kube-apiserver's authentication filter removes it; other headers a
 
 from __future__ import annotations
 
+import ipaddress
 import random
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +41,7 @@ from .errors import StatusError
 __all__ = ["ProxyTarget", "ServiceProxy", "split_service_id"]
 
 SERVICES_KEY = ("", "services")
+PODS_KEY = ("", "pods")
 SLICES_KEY = ("discovery.k8s.io", "endpointslices")
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 # RFC 7230 hop-by-hop headers, plus what the API server consumes itself.
@@ -92,6 +98,8 @@ class ServiceProxy:
         self.core = core
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
+        # Mirrors the server's accept_loopback_endpoint_addresses (simulated Pods on 127/8).
+        self.allow_loopback = False
 
     def resolve(self, namespace: str, service_id: str) -> ProxyTarget:
         split = split_service_id(service_id)
@@ -138,9 +146,31 @@ class ServiceProxy:
             if ((s.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL) == service
         ]
 
-    async def forward(self, request: web.Request, namespace: str, service_id: str, path: str) -> web.Response:
-        """Send ``request`` to ``path`` on an endpoint of the Service; its answer, or a Status error."""
-        target = self.resolve(namespace, service_id)
+    def resolve_pod(self, namespace: str, pod_id: str) -> ProxyTarget:
+        split = split_service_id(pod_id)
+        if split is None:
+            raise StatusError.bad_request(f'invalid pod request "{pod_id}"')
+        scheme, name, port = split
+        pod = self.core.storage.get(PODS_KEY, namespace, name)
+        if pod is None:
+            raise StatusError.not_found("", "pods", name)
+        ip = str((pod.get("status") or {}).get("podIP") or "")
+        try:
+            address = ipaddress.ip_address(ip)
+        except ValueError:
+            raise StatusError.bad_request("address not allowed") from None
+        if not self.allow_loopback and (
+            address.is_loopback or address.is_link_local or address.is_unspecified
+        ):
+            raise StatusError.bad_request("address not allowed")
+        return ProxyTarget(scheme or "http", ip, int(port) if port.isdigit() else 80)
+
+    async def forward(
+        self, request: web.Request, namespace: str, service_id: str, path: str, *, pod: bool = False
+    ) -> web.Response:
+        """Send ``request`` to ``path`` on an endpoint of the Service (or the Pod); its answer, or a
+        Status error."""
+        target = self.resolve_pod(namespace, service_id) if pod else self.resolve(namespace, service_id)
         url = target.base + (path or "/")
         if request.query_string:
             url += "?" + request.query_string

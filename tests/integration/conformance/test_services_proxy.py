@@ -202,3 +202,42 @@ async def test_endpoint_not_listening_is_503(envtest: Environment, k8s: Client, 
     assert status["message"].startswith(f"error trying to reach service: dial tcp {silent.address}:9: "), (
         status
     )
+
+
+async def make_pod(k8s: Client, namespace: str, ip: str | None) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "head"},
+        "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.52.0"}]},
+    }
+    created = await k8s.create(r.PODS, pod, namespace)
+    if ip is not None:
+        created["status"] = {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}
+        await k8s.update_status(r.PODS, created)
+
+
+async def test_pod_proxy_reaches_the_pod_ip_and_port(
+    envtest: Environment, k8s: Client, namespace: str, backend: Backend
+) -> None:
+    await make_pod(k8s, namespace, backend.address)
+    code, raw = await call(
+        envtest, "GET", f"/api/v1/namespaces/{namespace}/pods/head:{backend.port}/proxy/-/healthz"
+    )
+    assert code == 200, raw
+    assert backend.seen[-1]["path"] == "/-/healthz"
+    assert "authorization" not in backend.seen[-1]["headers"]
+
+
+async def test_pod_proxy_without_an_address_is_400(envtest: Environment, k8s: Client, namespace: str) -> None:
+    await make_pod(k8s, namespace, None)
+    code, raw = await call(envtest, "GET", f"/api/v1/namespaces/{namespace}/pods/head:8000/proxy/-/healthz")
+    assert code == 400
+    status = status_of(raw)
+    assert (status["reason"], status["message"]) == ("BadRequest", "address not allowed")
+
+
+async def test_pod_proxy_of_a_missing_pod_is_404(envtest: Environment, namespace: str) -> None:
+    code, raw = await call(envtest, "GET", f"/api/v1/namespaces/{namespace}/pods/nope:8000/proxy/")
+    assert code == 404
+    assert status_of(raw)["message"] == 'pods "nope" not found'

@@ -16,6 +16,7 @@ from controllers.ray.dashboard import (
     PROXIED_DASHBOARD_TIMEOUT,
     DashboardClientFactory,
 )
+from controllers.ray.health import HeadProxyHealthChecker, HeadTarget
 from controllers.ray.jobs import JobSubmission, RayJobs
 from kuberay_py.client import ClientConfig
 
@@ -105,3 +106,22 @@ async def test_direct_requests_send_no_api_credential(http_server) -> None:
     finally:
         await factory.close()
     assert "Authorization" not in server.requests[0].headers
+
+
+async def test_head_proxy_checks_go_through_pods_proxy(http_server) -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(text="success")
+
+    server = await http_server(handler)
+    checker = HeadProxyHealthChecker(kubernetes_proxy=ClientConfig(host=server.url, token="Bearer sa"))
+    assert checker.timeout == PROXIED_DASHBOARD_TIMEOUT
+    target = HeadTarget("ns", "rs-head-abc", "uid-1", "10.244.0.7", 8000, "ns/rs")
+    try:
+        result = await checker.check(target)
+    finally:
+        await checker.close()
+    assert result.healthy
+    (req,) = server.requests
+    assert req.path == "/api/v1/namespaces/ns/pods/rs-head-abc:8000/proxy/-/healthz"
+    assert req.headers["Authorization"] == "Bearer sa"
+    assert HeadProxyHealthChecker().url(target) == "http://10.244.0.7:8000/-/healthz"
