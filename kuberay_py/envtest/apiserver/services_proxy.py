@@ -9,6 +9,7 @@ on one ready endpoint of the Service, which is how an operator outside the Pod n
   default ``http``); anything else is 400 ``invalid service request "<id>"``;
 * a missing Service is the usual 404; a port *number* is translated to the Service port's name,
   and no such Service port is 503 ``no service port N found for service "<name>"``;
+* a Service without endpoints objects is 404 ``endpoints "<name>" not found``;
 * the endpoint is a random ready address (EndpointSlice ``ready`` unset counts as ready) of the
   Service's EndpointSlices whose slice port carries that port name (a named port's number is the
   slice port's, as a ``targetPort`` resolved by the EndpointSlice controller); none is 503
@@ -121,8 +122,11 @@ class ServiceProxy:
                     503, "ServiceUnavailable", f'no service port {port} found for service "{name}"'
                 )
             port_name = named[0]
+        slices = self._slices(namespace, name)
+        if not slices:  # what kube-apiserver says when the Service has no Endpoints object
+            raise StatusError.not_found("", "endpoints", name)
         candidates: list[tuple[str, int]] = []
-        for eps in self._slices(namespace, name):
+        for eps in slices:
             ports = [p for p in eps.get("ports") or [] if (p.get("name") or "") == port_name]
             if not ports or ports[0].get("port") is None:
                 continue

@@ -71,19 +71,18 @@ async def publish(k8s: Client, namespace: str, backend: Backend, *, ready: bool 
         "spec": {"ports": [{"name": "dashboard", "port": 8265, "targetPort": backend.port}]},
     }
     await k8s.create(r.SERVICES, service, namespace)
-    if ready:
-        endpoints = {
-            "apiVersion": "v1",
-            "kind": "Endpoints",
-            "metadata": {"name": "dash"},
-            "subsets": [
-                {
-                    "addresses": [{"ip": backend.address}],
-                    "ports": [{"name": "dashboard", "port": backend.port}],
-                }
-            ],
-        }
-        await k8s.create(r.ENDPOINTS, endpoints, namespace)
+    endpoints = {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": "dash"},
+        "subsets": [
+            {
+                ("addresses" if ready else "notReadyAddresses"): [{"ip": backend.address}],
+                "ports": [{"name": "dashboard", "port": backend.port}],
+            }
+        ],
+    }
+    await k8s.create(r.ENDPOINTS, endpoints, namespace)
     eps = {
         "apiVersion": "discovery.k8s.io/v1",
         "kind": "EndpointSlice",
@@ -175,6 +174,21 @@ async def test_unknown_service_port_number_is_503(
     code, raw = await call(envtest, "GET", f"/api/v1/namespaces/{namespace}/services/dash:9999/proxy/")
     assert code == 503
     assert status_of(raw)["message"] == 'no service port 9999 found for service "dash"'
+
+
+async def test_a_service_without_endpoints_is_404_for_its_endpoints(
+    envtest: Environment, k8s: Client, namespace: str
+) -> None:
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "bare"},
+        "spec": {"ports": [{"port": 80}]},
+    }
+    await k8s.create(r.SERVICES, service, namespace)
+    code, raw = await call(envtest, "GET", f"/api/v1/namespaces/{namespace}/services/bare/proxy/")
+    assert code == 404
+    assert status_of(raw)["message"] == 'endpoints "bare" not found'
 
 
 async def test_missing_service_is_404(envtest: Environment, namespace: str) -> None:
