@@ -93,6 +93,10 @@ def add_job_routes(app: web.Application, table: JobTable, gate: Gate) -> None:
             return unknown(submission_id)
         ws = web.WebSocketResponse()
         await ws.prepare(request)
+        if table.log_stream_drops > 0:
+            table.log_stream_drops -= 1
+            await ws.close(code=1011, message=b"simulated log stream drop")
+            return ws
         sent = 0
         while not ws.closed:
             job = table.jobs.get(submission_id)

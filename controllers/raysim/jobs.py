@@ -196,6 +196,9 @@ class JobTable:
         self.pending_seconds = pending_seconds
         self.jobs: dict[str, SimJob] = {}
         self.submissions = 0
+        # The next this-many ``/logs/tail`` streams close abnormally (1011) at once, as a dropped
+        # WebSocket does: what makes ``ray job logs --follow`` exit 1 while the job runs on.
+        self.log_stream_drops = 0
         self._counter = 0
         self.changed = asyncio.Event()  # replaced (after being set) on every stop, delete, reset
 

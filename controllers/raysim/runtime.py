@@ -51,6 +51,8 @@ class RayPodRuntime:
         self._pods: dict[str, tuple[tuple[str, str], str]] = {}  # pod uid -> (cluster key, node id)
         self._submitters: dict[str, asyncio.Task[int]] = {}  # pod uid -> the running script
         self.submitter_output: dict[tuple[str, str], list[str]] = {}  # (namespace, pod) -> stdout
+        # Each new cluster's job table drops this many log streams first (JobTable.log_stream_drops).
+        self.log_stream_drops = 0
 
     async def resolve(self, namespace: str, host: str) -> str | None:
         """A dashboard host (IP, or ``<svc>.<ns>.svc...``) → the IP of the head serving it.
@@ -113,6 +115,7 @@ class RayPodRuntime:
             cluster = RayClusterSim(
                 spec.namespace, spec.cluster, clock=self.clock, timings=self.timings, registry=self.registry
             )
+            cluster.jobs.log_stream_drops = self.log_stream_drops
             self.clusters[key] = cluster
             self.history.append(cluster)
         node_id = await cluster.add_node(spec, ip)
@@ -135,6 +138,12 @@ class RayPodRuntime:
         if task is None or not sidecar_submitter(pod):
             return None
         return SIDECAR, await asyncio.shield(task)
+
+    async def restart_container(self, pod: dict[str, Any], ip: str, name: str) -> None:
+        """The kubelet restarts one container of a running Pod (its own ``restartPolicy``): for a
+        SidecarMode head that is the submitter, whose script then runs again from the start."""
+        if name == SIDECAR and sidecar_submitter(pod):
+            self._start_submitter(pod, ip, SIDECAR, await self._token(pod))
 
     async def stop(self, pod: dict[str, Any], ip: str) -> None:
         submitter = self._submitters.pop(pod.get("metadata", {}).get("uid", ""), None)

@@ -295,10 +295,11 @@ async def run_submitter(
                     else f"Job '{sid}' submitted successfully"
                 )
                 if not script.no_wait:
-                    await _follow(session, base, sid, output)
+                    if not await _follow(session, base, sid, output):
+                        return 1
                     return 1 if await _status(session, base, sid) == "FAILED" else 0
-            if script.follow:
-                await _follow(session, base, sid, output)
+            if script.follow and not await _follow(session, base, sid, output):
+                return 1
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             output.append(f"raysim: {type(exc).__name__}: {exc}")
             return 1
@@ -325,7 +326,9 @@ async def _status(session: aiohttp.ClientSession, base: str, sid: str) -> str:
         return str(doc.get("status", ""))
 
 
-async def _follow(session: aiohttp.ClientSession, base: str, sid: str, output: list[str]) -> None:
+async def _follow(session: aiohttp.ClientSession, base: str, sid: str, output: list[str]) -> bool:
+    """Tail the job's logs to the end; False when the stream did not close normally (the Ray CLI
+    then exits 1, the transient failure SidecarSubmitterRestart exists for)."""
     async with session.ws_connect(
         f"{base}/api/jobs/{sid}/logs/tail", timeout=aiohttp.ClientWSTimeout()
     ) as ws:
@@ -334,3 +337,7 @@ async def _follow(session: aiohttp.ClientSession, base: str, sid: str, output: l
                 output.extend(str(msg.data).splitlines())
             elif msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR):
                 break
+        if ws.close_code not in (None, 1000):
+            output.append(f"raysim: log stream closed with code {ws.close_code}")
+            return False
+        return True

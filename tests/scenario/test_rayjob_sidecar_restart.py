@@ -1,9 +1,10 @@
 """SidecarSubmitterRestart on the simulator: a SidecarMode RayJob whose submitter container carries
 ``restartPolicy: OnFailure`` and KubeRay's re-entrant script (status guard, ``--no-wait``,
-``ray job logs --follow``) runs to Complete with one submission. Its own operator with the gate on.
-
-The simulated kubelet does not restart a single failed container of a running Pod (per-container
-restart rules); the restart accounting is covered by tests/unit/rayjob/test_sidecar_restart.py.
+``ray job logs --follow``). The fake head drops the first log stream (``ray job logs`` then exits
+1 while the job runs on, the case the gate exists for): with the gate the kubelet restarts only the
+submitter, which re-attaches without resubmitting, and the RayJob completes. (Without the gate the
+same early drop ends the sidecar before the head is ever Ready, KubeRay's SidecarMode trap; the
+gate-off failure rule is covered by tests/unit/rayjob/test_sidecar_restart.py.)
 """
 
 from __future__ import annotations
@@ -25,8 +26,9 @@ from tests.rayjob_harness import (
 )
 
 
-async def test_gate_on_sidecar_job_runs_the_re_entrant_submitter_to_complete() -> None:
+async def test_gate_on_a_dropped_log_stream_restarts_only_the_submitter() -> None:
     runtime = RayPodRuntime(timings=TIMINGS)
+    runtime.log_stream_drops = 1
     options = dataclasses.replace(OPTIONS, sidecar_submitter_restart=True)
     async with Environment(
         [str(CRD_DIR)], simulate=True, pod_runtime=runtime, probe_period_scale=PROBE_SCALE
@@ -41,7 +43,7 @@ async def test_gate_on_sidecar_job_runs_the_re_entrant_submitter_to_complete() -
             done = await sc.until("side", {"jobDeploymentStatus": "Complete"})
             st = done["status"]
             assert st["jobStatus"] == "SUCCEEDED"
-            assert sc.jobs_of(st["rayClusterName"]).submissions == 1
+            assert sc.jobs_of(st["rayClusterName"]).submissions == 1, "the restart re-attached, no resubmit"
             assert (await client.list(JOBS, ns))["items"] == []
             cluster = await client.get(RAYCLUSTERS, st["rayClusterName"], ns)
             head = cluster["spec"]["headGroupSpec"]["template"]["spec"]
@@ -52,7 +54,9 @@ async def test_gate_on_sidecar_job_runs_the_re_entrant_submitter_to_complete() -
             (pod,) = (await client.list(PODS, ns, label_selector=f"ray.io/cluster={st['rayClusterName']}"))[
                 "items"
             ]
-            assert pod["spec"]["containers"][-1]["restartPolicy"] == "OnFailure"
+            (cs,) = [c for c in pod["status"]["containerStatuses"] if c["name"] == "ray-job-submitter"]
+            assert cs["restartCount"] == 1 and cs["lastState"]["terminated"]["exitCode"] == 1
+            assert cs["state"]["terminated"]["exitCode"] == 0
         finally:
             await op.stop()
             await client.close()

@@ -189,22 +189,51 @@ class PodWorker:
     async def _watch_container_exit(self) -> None:
         """One container of a multi-container Pod ends by itself (``wait_container_exit`` →
         (name, code)): with ``restartPolicy: Never`` it stays terminated while the others run on,
-        as a finished sidecar does. (Other policies would restart it; not modelled.)"""
+        as a finished sidecar does; unless the container's own ``restartPolicy`` (Kubernetes
+        1.35's per-container rule) says ``OnFailure`` and it failed, or ``Always``: then the
+        kubelet restarts that container alone (``restartCount``, ``lastState.terminated``) and the
+        runtime runs it again (``restart_container``). (Other Pod policies: not modelled.)"""
         wait = getattr(self.k.runtime, "wait_container_exit", None)
-        if wait is None:
+        restart_container = getattr(self.k.runtime, "restart_container", None)
+        while wait is not None:
+            ended = await wait(self.pod, self.ip)
+            if ended is None or self._deleting.is_set():
+                return
+            name, code = ended
+            cs = self.containers.get(name)
+            if cs is None or (self.pod.get("spec") or {}).get("restartPolicy", "Always") != "Never":
+                return
+            own = next(
+                (
+                    c.get("restartPolicy")
+                    for c in (self.pod.get("spec") or {}).get("containers") or []
+                    if c.get("name") == name
+                ),
+                None,
+            )
+            if restart_container is not None and (own == "Always" or (own == "OnFailure" and code != 0)):
+                now = rfc3339(self.k.clock)
+                cs.last_termination = {
+                    "exitCode": code,
+                    "reason": "Completed" if code == 0 else "Error",
+                    "startedAt": cs.started_at,
+                    "finishedAt": now,
+                    "containerID": cs.container_id(self.uid),
+                }
+                cs.restart_count += 1
+                cs.started_at = now
+                await restart_container(self.pod, self.ip, name)
+                await self.write_status()
+                log.info(
+                    "container restarted", pod=f"{self.namespace}/{self.name}", container=name, exit_code=code
+                )
+                continue
+            for task in self.probe_tasks.pop(name, []):
+                task.cancel()
+            cs.running, cs.ready, cs.exit_code = False, False, code
+            await self.write_status()
+            log.info("container exited", pod=f"{self.namespace}/{self.name}", container=name, exit_code=code)
             return
-        ended = await wait(self.pod, self.ip)
-        if ended is None or self._deleting.is_set():
-            return
-        name, code = ended
-        cs = self.containers.get(name)
-        if cs is None or (self.pod.get("spec") or {}).get("restartPolicy", "Always") != "Never":
-            return
-        for task in self.probe_tasks.pop(name, []):
-            task.cancel()
-        cs.running, cs.ready, cs.exit_code = False, False, code
-        await self.write_status()
-        log.info("container exited", pod=f"{self.namespace}/{self.name}", container=name, exit_code=code)
 
     async def _watch_exit(self) -> None:
         """A runtime whose process ends by itself (``wait_exit`` → exit code): the containers
