@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import asyncio
 import signal
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio
 from aiohttp import web
@@ -39,6 +39,7 @@ from kuberay_py.log import get_logger
 from kuberay_py.manager.events import EventBroadcaster, EventRecorder
 from kuberay_py.manager.healthz import Checker, HealthChecks, ping
 from kuberay_py.manager.leaderelection import MASTER_STATUS, LeaderElector
+from kuberay_py.manager.lease_thread import LeaseThread
 from kuberay_py.manager.leaselock import LeaseLock
 from kuberay_py.manager.options import ManagerOptions
 from kuberay_py.manager.runnables import RunnableGroup, wait_or_timeout
@@ -46,6 +47,8 @@ from kuberay_py.manager.servers import HTTPServer, metrics_app
 from kuberay_py.workqueue import RateLimiter, default_rate_limiter
 
 __all__ = ["LeaderElectionLost", "Manager"]
+
+T = TypeVar("T")
 
 log = get_logger(__name__)
 
@@ -95,9 +98,17 @@ class Manager:
         self.events = EventBroadcaster(self.events_client, clock=self.clock,
                                        max_pending=options.event_buffer_size)
         self.elector: LeaderElector | None = None
+        self._lease_thread: LeaseThread | None = None
         if options.leader_election:
-            lock = LeaseLock(self.client, _leader_election_namespace(options), options.leader_election_id,
+            # On the real clock the Lease is renewed from a thread of its own, with its own client,
+            # so a busy loop cannot starve renewals (lease_thread.py); virtual time is one loop's.
+            threaded = options.leader_election_thread and isinstance(self.clock, RealClock)
+            lease_client = Client(config, clock=self.clock) if threaded else self.client
+            lock = LeaseLock(lease_client, _leader_election_namespace(options), options.leader_election_id,
                              options.leader_election_identity)
+            if threaded:
+                name = f"leader-election:{options.leader_election_id}"
+                self._lease_thread = LeaseThread(name, lease_client)
             self.elector = LeaderElector(
                 lock, name=options.leader_election_id, lease_duration=options.lease_duration,
                 renew_deadline=options.renew_deadline, retry_period=options.retry_period, clock=self.clock,
@@ -289,7 +300,7 @@ class Manager:
             self._event_writer.start()
             self._others.start()
             if self.elector is not None:
-                await self.elector.acquire()
+                await self._on_lease_loop(self.elector.acquire)
                 root.start_soon(self._hold_lease, name="manager:lease")
             log.info("starting leader-election runnables", controllers=sorted(self._controllers))
             self._leader.start()
@@ -301,7 +312,7 @@ class Manager:
     async def _hold_lease(self) -> None:
         assert self.elector is not None and self._hold_scope is not None
         with self._hold_scope:
-            await self.elector.hold()
+            await self._on_lease_loop(self.elector.hold)
         if self._hold_scope.cancel_called:
             return
         # Lost, possibly in the middle of a graceful drain: stop reconciling at once either way.
@@ -331,7 +342,7 @@ class Manager:
             self._hold_scope.cancel()  # stop renewing only now, so no successor overlapped the drain
         if self.elector is not None and self.elector.is_leader() and not self._lost:
             if self.options.leader_election_release_on_cancel:
-                await self.elector.release()
+                await self._on_lease_loop(self.elector.release)
         # Let events emitted during the drain reach the API server if there is time left.
         if not self._lost:
             await wait_or_timeout([self.events.flush()], remaining(), self.clock, abort=self._force)
@@ -341,4 +352,12 @@ class Manager:
             log.warning("graceful shutdown timed out; in-flight work was cancelled")
         if self.elector is not None:
             MASTER_STATUS.labels(name=self.elector.name).set(0)
+        if self._lease_thread is not None:
+            await self._lease_thread.close()
+
+    async def _on_lease_loop(self, fn: Callable[[], Coroutine[Any, Any, T]]) -> T:
+        """Run an elector coroutine where the Lease lives: its own thread, or this loop."""
+        if self._lease_thread is not None:
+            return await self._lease_thread.run(fn)
+        return await fn()
 

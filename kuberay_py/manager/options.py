@@ -31,6 +31,9 @@ class ManagerOptions:
     # controller-runtime defaults to False; we release on a clean shutdown so a rolling update
     # hands over at the successor's next retry instead of a whole lease duration later.
     leader_election_release_on_cancel: bool = True
+    # Renew the Lease from a thread of its own (real clock only), so a saturated event loop does
+    # not lose leadership; see kuberay_py/manager/lease_thread.py.
+    leader_election_thread: bool = True
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0

@@ -26,6 +26,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # The console script pip installs with the package (README set-up); not `python -m`, so the
 # entry point itself is under test.
 OPERATOR = Path(sys.executable).with_name("kuberay-operator")
+START_TIMEOUT = 120.0  # a loaded CI machine starts a Python process slowly
 LOOPBACK = ["--metrics-addr", "127.0.0.1:0", "--health-probe-bind-address", "127.0.0.1:0"]
 
 

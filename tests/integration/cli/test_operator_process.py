@@ -7,13 +7,11 @@ in-flight work drains, the Lease is released, and the process exits 0 within the
 from __future__ import annotations
 
 import signal
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.integration.cli.procs import (
     LOOPBACK,
+    START_TIMEOUT,
     Proc,
     http_status,
     kube_get,
@@ -29,24 +27,6 @@ def _lease_holder(kubeconfig: Path, lease_path: str) -> str:
     """The Lease's holder, or "" while the operator has not created it yet."""
     lease = kube_get_or_none(kubeconfig, lease_path) or {}
     return str((lease.get("spec") or {}).get("holderIdentity") or "")
-START_TIMEOUT = 120.0
-
-
-@pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[tuple[Proc, Path]]:
-    kubeconfig = tmp_path / "kubeconfig"
-    demo = Proc("demo", "--no-operator", "--kubeconfig-out", str(kubeconfig))
-    try:
-        demo.wait_for(
-            lambda line: line.startswith("embedded cluster only (--no-operator)"), timeout=START_TIMEOUT
-        )
-        hint = demo.wait_for(lambda line: "kuberay-operator run --kubeconfig" in line, timeout=10)
-        assert str(kubeconfig) in hint
-        yield demo, kubeconfig
-    finally:
-        demo.kill()
-
-
 def _operator(kubeconfig: Path, *extra: str) -> tuple[Proc, str]:
     op = Proc(
         "run",
