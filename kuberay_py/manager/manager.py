@@ -98,12 +98,13 @@ class Manager:
         self.events = EventBroadcaster(self.events_client, clock=self.clock,
                                        max_pending=options.event_buffer_size)
         self.elector: LeaderElector | None = None
+        self.lease_client: Client | None = None  # the Lease's client (self.client unless threaded)
         self._lease_thread: LeaseThread | None = None
         if options.leader_election:
             # On the real clock the Lease is renewed from a thread of its own, with its own client,
             # so a busy loop cannot starve renewals (lease_thread.py); virtual time is one loop's.
             threaded = options.leader_election_thread and isinstance(self.clock, RealClock)
-            lease_client = Client(config, clock=self.clock) if threaded else self.client
+            self.lease_client = lease_client = Client(config, clock=self.clock) if threaded else self.client
             lock = LeaseLock(lease_client, _leader_election_namespace(options), options.leader_election_id,
                              options.leader_election_identity)
             if threaded:

@@ -70,6 +70,21 @@ def recorder(seen: set[Permission]) -> aiohttp.TraceConfig:
     return trace
 
 
+def traced_session(client: Client, seen: set[Permission]) -> Any:
+    """A replacement for the client's lazy session factory whose session records requests."""
+
+    def session() -> aiohttp.ClientSession:
+        if client._session is None or client._session.closed:
+            tls = client.config.ssl_context  # real mode: the kubeconfig's CA and client certificate
+            client._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, ssl=tls if tls is not None else True),
+                trace_configs=[recorder(seen)],
+            )
+        return client._session
+
+    return session
+
+
 async def _status(client: Client, res: Any, name: str) -> dict[str, Any]:
     try:
         return dict((await client.get(res, name, "default")).get("status") or {})
@@ -96,15 +111,11 @@ async def test_every_request_the_operator_sends_is_allowed_by_rbac(tmp_path: Pat
             metrics_addr="0", health_probe_bind_address="0", leader_election_namespace="default"
         )
         manager = build_manager(env.client_config, flags, leader_election=True)
-        # Test-only: the manager builds its own Clients (one for the controllers, one for Events);
-        # give each a session that records the requests it sends.
-        clients = {id(c): c for c in (manager.client, getattr(manager, "events_client", manager.client))}
-        for client_ in clients.values():
-            tls = client_.config.ssl_context  # real mode: the kubeconfig's CA and client certificate
-            client_._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, ssl=tls if tls is not None else True),
-                trace_configs=[recorder(seen)],
-            )
+        # Test-only: the manager builds its own Clients (controllers, Events, the Lease on its own
+        # thread's loop); each makes its session on first use, in its own loop, recording requests.
+        built = (manager.client, manager.events_client, manager.lease_client or manager.client)
+        for client_ in {id(c): c for c in built}.values():
+            client_._http = traced_session(client_, seen)  # type: ignore[method-assign]
         run = asyncio.create_task(manager.run(install_signal_handlers=False))
         try:
             for sample in ("ray-cluster.sample.yaml", "ray-service.sample.yaml"):
