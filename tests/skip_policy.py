@@ -7,8 +7,8 @@ plugin (loaded by ``tests/conftest.py``) records every skip whose reason speaks 
 path or fixture, and every skip raised while a ``FileNotFoundError`` was being handled (whatever
 its reason says), and fails the session at its end, naming each one. Skips for a missing tool
 (``kubectl not installed``), platform or capability keep working; their reasons name the tool.
-The static half of the rule (no absolute path, no ``../shared``, no ``skipif(not p.exists())``)
-is ``tests/unit/test_self_contained.py``.
+The static half of the rule (no absolute path, no step out to a sibling ``shared`` folder, no
+``skipif(not p.exists())``) is ``tests/unit/test_self_contained.py``.
 """
 
 from __future__ import annotations
