@@ -120,6 +120,25 @@ async def _get(client: Client, res: Resource, name: str, namespace: str) -> Obj 
         return None
 
 
+async def _existing_or_create(client: Client, res: Resource, cluster: Obj, want: Obj) -> Obj | None:
+    """The cluster's existing object of this kind, or None after creating ``want``.
+
+    An object of that name the cluster does not control is refused, never adopted: v1alpha2
+    objects are immutable, so another owner's would have to be deleted to be corrected.
+    """
+    ns, name = cluster["metadata"]["namespace"], want["metadata"]["name"]
+    current = await _get(client, res, name, ns)
+    if current is None:
+        await client.create(res, want, ns)
+        return None
+    if not _controlled_by(current, cluster):
+        raise SchedulerError(
+            f"{res.kind} {ns}/{name} already exists and is not owned by this RayCluster; rename it or "
+            "use a different RayCluster name to avoid the collision"
+        )
+    return current
+
+
 class KubernetesWAS(Scheduler):
     plugin = "kubernetes-was-v1alpha2"
     name = "default-scheduler"
@@ -144,15 +163,9 @@ class KubernetesWAS(Scheduler):
 
     async def _sync_workload(self, client: Client, cluster: Obj, want: Obj) -> None:
         ns, name = cluster["metadata"]["namespace"], want["metadata"]["name"]
-        current = await _get(client, WORKLOADS, name, ns)
+        current = await _existing_or_create(client, WORKLOADS, cluster, want)
         if current is None:
-            await client.create(WORKLOADS, want, ns)
             return
-        if not _controlled_by(current, cluster):
-            raise SchedulerError(
-                f"Workload {ns}/{name} already exists and is not owned by this RayCluster; rename it or "
-                "use a different RayCluster name to avoid the collision"
-            )
         if current["metadata"].get("deletionTimestamp"):
             raise SchedulerError(f"Workload {ns}/{name} is being deleted, will retry")
         templates = (current.get("spec") or {}).get("podGroupTemplates") or []
@@ -176,15 +189,9 @@ class KubernetesWAS(Scheduler):
 
     async def _sync_pod_group(self, client: Client, cluster: Obj, want: Obj) -> None:
         ns, name = cluster["metadata"]["namespace"], want["metadata"]["name"]
-        current = await _get(client, PODGROUPS, name, ns)
+        current = await _existing_or_create(client, PODGROUPS, cluster, want)
         if current is None:
-            await client.create(PODGROUPS, want, ns)
             return
-        if not _controlled_by(current, cluster):
-            raise SchedulerError(
-                f"PodGroup {ns}/{name} already exists and is not owned by this RayCluster; rename it or "
-                "use a different RayCluster name to avoid the collision"
-            )
         if current["metadata"].get("deletionTimestamp"):
             await self._delete_pod_group(client, current)
             raise SchedulerError(f"PodGroup {ns}/{name} is being deleted, will retry")

@@ -9,35 +9,25 @@ no scheduler runs, and the operator reads nothing a scheduler writes.
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import copy
-import dataclasses
 import json
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
 
 from controllers import constants as C
-from controllers.batchscheduler import Scheduler, from_options, volcano
+from controllers.batchscheduler import from_options, volcano
 from controllers.batchscheduler import scheduler_plugins as sp
-from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.setup import cache_selectors, cache_transforms
-from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.rayjob.builders import submitter_pod_spec
 from controllers.rayjob.options import RayJobOptions
-from controllers.rayjob.setup import setup as setup_rayjob
 from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import EVENTS, JOBS, PODS
 from kuberay_py.envtest import Environment
-from kuberay_py.manager import Manager, ManagerOptions
+from tests import external_apis
 from tests.polling import eventually
-
-ROOT = Path(__file__).resolve().parents[3]
-CRDS = str(ROOT / "config" / "crd" / "bases")
-EXTERNAL = str(ROOT / "tests" / "fixtures" / "external-crds")
 
 
 def _container(name: str, gpu: bool = False) -> dict[str, Any]:
@@ -96,7 +86,7 @@ def rayjob(name: str, ns: str, labels: dict[str, str], mode: str = "K8sJobMode")
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def env() -> AsyncIterator[Environment]:
-    async with Environment([CRDS, EXTERNAL]) as e:
+    async with external_apis.environment("volcano", "scheduler-plugins") as e:
         yield e
 
 
@@ -109,49 +99,26 @@ async def client(env: Environment) -> AsyncIterator[Client]:
         await c.close()
 
 
-class Operator:
-    def __init__(self, env: Environment, ns: str, scheduler: Scheduler | None) -> None:
-        self.manager = Manager(
-            env.client_config,
-            ManagerOptions(
-                metrics_bind_address="0",
-                health_probe_bind_address="0",
-                namespaces=[ns],
-                cache_selectors=cache_selectors(),
-                cache_transforms=cache_transforms(),
-                graceful_shutdown_timeout=5.0,
-            ),
-        )
-        setup_raycluster(
-            self.manager,
-            max_concurrent_reconciles=2,
-            options=dataclasses.replace(RayClusterOptions.from_env({}), batch_scheduler=scheduler),
-        )
-        setup_rayjob(self.manager, options=RayJobOptions(batch_scheduler=scheduler))
-        self.task = asyncio.create_task(self.manager.run(install_signal_handlers=False))
-
-    async def stop(self) -> None:
-        self.manager.stop()
-        await asyncio.wait_for(self.task, 30)
-
-
 @pytest_asyncio.fixture(loop_scope="session")
 async def start(env: Environment) -> AsyncIterator[Any]:
-    running: list[tuple[Operator, str]] = []
+    """``start(scheduler_name)``: a namespace with an operator using that scheduler."""
+    async with contextlib.AsyncExitStack() as stack:
 
-    async def go(name: str) -> str:
-        ns = await env.create_namespace(generate_name="sched-")
-        running.append(
-            (Operator(env, ns, from_options(False, name, submitter_pod_spec=submitter_pod_spec)), ns)
-        )
-        return ns
+        async def go(name: str) -> str:
+            ns = await env.create_namespace(generate_name="sched-")
+            stack.push_async_callback(env.delete_namespace, ns)
+            scheduler = from_options(False, name, submitter_pod_spec=submitter_pod_spec)
+            await stack.enter_async_context(
+                external_apis.operator(
+                    env,
+                    [ns],
+                    external_apis.with_options(batch_scheduler=scheduler),
+                    rayjob=RayJobOptions(batch_scheduler=scheduler),
+                )
+            )
+            return ns
 
-    try:
         yield go
-    finally:
-        for op, ns in running:
-            await op.stop()
-            await env.delete_namespace(ns)
 
 
 async def pods(client: Client, ns: str, cluster: str, **labels: str) -> list[dict[str, Any]]:

@@ -2,17 +2,14 @@
 and the Pods' schedulingGroup, derived from v1.7.0 source
 (controllers/ray/batchscheduler/kubernetes-was/v1alpha2 and test/e2ekuberneteswas).
 
-The v1alpha2 API is served here by the CRD stand-ins in tests/fixtures/external-crds/kubernetes-was;
-a real kube-apiserver serves that group natively (GenericWorkload gate, runtime-config) and
-refuses a CRD in its built-in group, so these tests run on the built-in server only.
+The v1alpha2 API is served by the CRD stand-ins in tests/fixtures/external-crds/kubernetes-was on
+the built-in server, and natively by a real kube-apiserver 1.36 started with the alpha group on
+(``tests/external_apis.py``), so these tests run in both modes.
 """
 
 from __future__ import annotations
 
-import asyncio
-import dataclasses
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,63 +18,35 @@ import pytest_asyncio
 from controllers import constants as C
 from controllers.batchscheduler import UnknownScheduler, from_options
 from controllers.batchscheduler import kubernetes_was as was
-from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.setup import cache_selectors, cache_transforms
-from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.rayjob.builders import submitter_pod_spec
 from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import PODS
-from kuberay_py.envtest import Environment, uses_real_apiserver
-from kuberay_py.manager import Manager, ManagerOptions
+from kuberay_py.envtest import Environment
+from tests import external_apis
 from tests.integration.batchscheduler.test_batch_schedulers import cluster_spec
 from tests.polling import eventually
 
-pytestmark = pytest.mark.skipif(
-    uses_real_apiserver(),
-    reason="scheduling.k8s.io/v1alpha2 is a built-in API of kube-apiserver 1.36 (GenericWorkload); "
-    "the CRD stand-in only works on the built-in server",
-)
-
-ROOT = Path(__file__).resolve().parents[3]
-CRDS = str(ROOT / "config" / "crd" / "bases")
-WAS = str(ROOT / "tests" / "fixtures" / "external-crds" / "kubernetes-was")
 GANG = {"ray.io/gang-scheduling-enabled": "true"}
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def env() -> AsyncIterator[Environment]:
-    async with Environment([CRDS, WAS]) as e:
+    async with external_apis.environment("kubernetes-was") as e:
         yield e
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def setup(env: Environment) -> AsyncIterator[tuple[Client, str]]:
     ns = await env.create_namespace(generate_name="was-")
-    manager = Manager(
-        env.client_config,
-        ManagerOptions(
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            namespaces=[ns],
-            cache_selectors=cache_selectors(),
-            cache_transforms=cache_transforms(),
-            graceful_shutdown_timeout=5.0,
-        ),
-    )
     scheduler = from_options(False, "", submitter_pod_spec=submitter_pod_spec, kubernetes_was=True)
-    setup_raycluster(
-        manager,
-        max_concurrent_reconciles=2,
-        options=dataclasses.replace(RayClusterOptions.from_env({}), batch_scheduler=scheduler),
-    )
-    task = asyncio.create_task(manager.run(install_signal_handlers=False))
-    client = env.new_client()
     try:
-        yield client, ns
+        async with external_apis.operator(env, [ns], external_apis.with_options(batch_scheduler=scheduler)):
+            client = env.new_client()
+            try:
+                yield client, ns
+            finally:
+                await client.close()
     finally:
-        await client.close()
-        manager.stop()
-        await asyncio.wait_for(task, 30)
         await env.delete_namespace(ns)
 
 

@@ -8,29 +8,19 @@ tests/fixtures/external-crds/openshift installed); the other server has no such 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import dataclasses
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest_asyncio
 
 from controllers import constants as C
-from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.route import ROUTES, OpenShift
-from controllers.raycluster.setup import cache_selectors, cache_transforms
-from controllers.raycluster.setup import setup as setup_raycluster
 from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import INGRESSES, SERVICES
 from kuberay_py.envtest import Environment
-from kuberay_py.manager import Manager, ManagerOptions
+from tests import external_apis
 from tests.polling import eventually
-
-ROOT = Path(__file__).resolve().parents[3]
-CRDS = str(ROOT / "config" / "crd" / "bases")
-OPENSHIFT = str(ROOT / "tests" / "fixtures" / "external-crds" / "openshift")
 
 
 def cluster(name: str, ns: str) -> dict[str, Any]:
@@ -60,40 +50,24 @@ def cluster(name: str, ns: str) -> dict[str, Any]:
 
 @contextlib.asynccontextmanager
 async def run(env: Environment, ns: str, *, use_ingress: bool = False) -> AsyncIterator[Client]:
-    manager = Manager(
-        env.client_config,
-        ManagerOptions(
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            namespaces=[ns],
-            cache_selectors=cache_selectors(),
-            cache_transforms=cache_transforms(),
-            graceful_shutdown_timeout=5.0,
-        ),
-    )
-    opts = dataclasses.replace(
-        RayClusterOptions.from_env({}), openshift=OpenShift(manager.client, use_ingress=use_ingress)
-    )
-    setup_raycluster(manager, options=opts)
-    task = asyncio.create_task(manager.run(install_signal_handlers=False))
     client = env.new_client()
     try:
-        yield client
+        options = external_apis.with_options(openshift=OpenShift(client, use_ingress=use_ingress))
+        async with external_apis.operator(env, [ns], options):
+            yield client
     finally:
         await client.close()
-        manager.stop()
-        await asyncio.wait_for(task, 30)
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def openshift_env() -> AsyncIterator[Environment]:
-    async with Environment([CRDS, OPENSHIFT]) as env:
+    async with external_apis.environment("openshift") as env:
         yield env
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def plain_env() -> AsyncIterator[Environment]:
-    async with Environment([CRDS]) as env:
+    async with external_apis.environment() as env:
         yield env
 
 

@@ -9,67 +9,41 @@ test has its own API server, since installed CRDs are what it is about.
 
 from __future__ import annotations
 
-import asyncio
 import base64
-import dataclasses
+import contextlib
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import yaml
 
 from controllers import constants as C
 from controllers.api.gates import ClusterGates
 from controllers.raycluster.mtls_pki import CERTIFICATES, ISSUERS
-from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.setup import cache_selectors, cache_transforms, setup
 from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import EVENTS, PODS, SECRETS
-from kuberay_py.envtest import Environment
-from kuberay_py.manager import Manager, ManagerOptions
-from tests.integration.raycluster.conftest import CRDS, eventually
+from tests import external_apis
+from tests.integration.raycluster.conftest import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
-CERT_MANAGER_CRDS = FIXTURES / "cert-manager" / "crds.yaml"
-SAMPLES = FIXTURES / "kuberay" / "samples"
+SAMPLES = external_apis.FIXTURES / "kuberay" / "samples"
 NS = "tls"
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def env() -> AsyncIterator[Environment]:
-    async with Environment([CRDS]) as environment:
-        await environment.create_namespace(NS)
-        yield environment
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(env: Environment) -> AsyncIterator[Client]:
-    c = env.new_client()
-    try:
-        yield c
-    finally:
-        await c.close()
-
-
-async def run_operator(env: Environment) -> tuple[Manager, asyncio.Task[None]]:
-    manager = Manager(
-        env.client_config,
-        ManagerOptions(
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            namespaces=[NS],
-            cache_selectors=cache_selectors(),
-            cache_transforms=cache_transforms(),
-            graceful_shutdown_timeout=5.0,
-        ),
-    )
-    options = dataclasses.replace(RayClusterOptions.from_env({}), gates=ClusterGates(mtls=True))
-    setup(manager, options=options)
-    return manager, asyncio.create_task(manager.run(install_signal_handlers=False))
+@contextlib.asynccontextmanager
+async def tls_operator(*apis: str) -> AsyncIterator[Client]:
+    """A fresh API server serving ``apis`` and KubeRay's CRDs, with the gate on and the operator
+    running; a client on it."""
+    async with external_apis.environment(*apis) as env:
+        await env.create_namespace(NS)
+        options = external_apis.with_options(gates=ClusterGates(mtls=True))
+        async with external_apis.operator(env, [NS], options):
+            client = env.new_client()
+            try:
+                yield client
+            finally:
+                await client.close()
 
 
 def tls_cluster() -> dict[str, Any]:
@@ -86,18 +60,14 @@ async def names(client: Client, res: Any) -> set[str]:
     return {o["metadata"]["name"] for o in (await client.list(res, NS))["items"]}
 
 
-async def test_without_cert_manager_the_spec_is_invalid(env: Environment, client: Client) -> None:
-    manager, task = await run_operator(env)
-    try:
+async def test_without_cert_manager_the_spec_is_invalid() -> None:
+    async with tls_operator() as client:
         await client.create(C.RAYCLUSTERS, tls_cluster(), NS)
         [message] = await eventually(lambda: notes(client, C.EVENT_INVALID_RAYCLUSTER_SPEC), "the Warning")
         assert (
             message == "spec.tlsOptions: tlsOptions requires cert-manager, but cert-manager is not installed"
         )
         assert (await client.list(PODS, NS))["items"] == []
-    finally:
-        manager.stop()
-        await asyncio.wait_for(task, 30)
 
 
 async def _issue(client: Client, cert_name: str, secret_name: str) -> None:
@@ -115,10 +85,8 @@ async def _issue(client: Client, cert_name: str, secret_name: str) -> None:
     await client.update_status(CERTIFICATES, {**cert, "status": {"conditions": [ready]}})
 
 
-async def test_with_cert_manager_the_pki_comes_first_then_the_pods(env: Environment, client: Client) -> None:
-    await env.install_crds([CERT_MANAGER_CRDS])
-    manager, task = await run_operator(env)
-    try:
+async def test_with_cert_manager_the_pki_comes_first_then_the_pods() -> None:
+    async with tls_operator("cert-manager") as client:
         created = await client.create(C.RAYCLUSTERS, tls_cluster(), NS)
         uid = created["metadata"]["uid"]
 
@@ -208,6 +176,3 @@ async def test_with_cert_manager_the_pki_comes_first_then_the_pods(env: Environm
         assert "Updated head certificate SANs (IPs: [10.1.0.7 127.0.0.1])" in await notes(
             client, "MTLSCertificatesUpdated"
         )
-    finally:
-        manager.stop()
-        await asyncio.wait_for(task, 30)

@@ -1,0 +1,99 @@
+"""An API server serving KubeRay's CRDs plus the external APIs an integration needs, and the
+RayCluster (and optionally RayJob) controller running against it.
+
+The external APIs are components this project cannot run (a batch scheduler, OpenShift,
+cert-manager); their minimal CRDs live in ``tests/fixtures`` (``external-crds/README.md``).
+Kubernetes' own ``scheduling.k8s.io/v1alpha2`` (KubernetesWAS) is the exception: a real
+kube-apiserver 1.36 serves it natively and refuses a CRD in its built-in group, so there the
+server is started with the alpha group switched on instead (as KubeRay's own kind config for
+its WAS e2e test does), and the CRD stand-ins are installed on the built-in server only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+from controllers.raycluster.options import RayClusterOptions
+from controllers.raycluster.setup import cache_selectors, cache_transforms
+from controllers.raycluster.setup import setup as setup_raycluster
+from controllers.rayjob.options import RayJobOptions
+from controllers.rayjob.setup import setup as setup_rayjob
+from kuberay_py.envtest import Environment, uses_real_apiserver
+from kuberay_py.manager import Manager, ManagerOptions
+
+ROOT = Path(__file__).resolve().parents[1]
+KUBERAY_CRDS = ROOT / "config" / "crd" / "bases"
+FIXTURES = ROOT / "tests" / "fixtures"
+EXTERNAL = FIXTURES / "external-crds"
+
+#: What each external API needs installed on the API server (files or directories of CRDs).
+CRD_STAND_INS: dict[str, Path] = {
+    "volcano": EXTERNAL / "volcano-podgroups.yaml",
+    "scheduler-plugins": EXTERNAL / "scheduler-plugins-podgroups.yaml",
+    "openshift": EXTERNAL / "openshift",
+    "cert-manager": FIXTURES / "cert-manager" / "crds.yaml",
+    "kubernetes-was": EXTERNAL / "kubernetes-was",
+}
+#: Built-in groups of kube-apiserver 1.36 that are off by default: the flags that serve them
+#: (kube-apiserver ``--runtime-config`` and ``--feature-gates``; KubeRay v1.7.0's
+#: ``hack/kind-config-kubernetes-was-v1alpha2.yml`` passes the same two).
+BUILT_IN_ALPHA: dict[str, tuple[str, ...]] = {
+    "kubernetes-was": (
+        "--runtime-config=scheduling.k8s.io/v1alpha2=true",
+        "--feature-gates=GenericWorkload=true",
+    ),
+}
+
+
+def environment(*apis: str, kuberay_crds: bool = True) -> Environment:
+    """An (unstarted) Environment serving ``apis`` (keys of :data:`CRD_STAND_INS`)."""
+    real = uses_real_apiserver()
+    crds = [str(KUBERAY_CRDS)] if kuberay_crds else []
+    flags: list[str] = []
+    for api in apis:
+        if real and api in BUILT_IN_ALPHA:
+            flags += BUILT_IN_ALPHA[api]
+        else:
+            crds.append(str(CRD_STAND_INS[api]))
+    return Environment(crds, apiserver_args=flags)
+
+
+@contextlib.asynccontextmanager
+async def operator(
+    env: Environment,
+    namespaces: list[str],
+    options: RayClusterOptions | None = None,
+    *,
+    rayjob: RayJobOptions | None = None,
+) -> AsyncIterator[Manager]:
+    """The RayCluster controller (and the RayJob one when ``rayjob`` is given), watching only
+    ``namespaces``, until the block ends."""
+    manager = Manager(
+        env.client_config,
+        ManagerOptions(
+            metrics_bind_address="0",
+            health_probe_bind_address="0",
+            namespaces=namespaces,
+            cache_selectors=cache_selectors(),
+            cache_transforms=cache_transforms(),
+            graceful_shutdown_timeout=5.0,
+        ),
+    )
+    setup_raycluster(manager, max_concurrent_reconciles=2, options=options or RayClusterOptions.from_env({}))
+    if rayjob is not None:
+        setup_rayjob(manager, options=rayjob)
+    task = asyncio.create_task(manager.run(install_signal_handlers=False))
+    try:
+        yield manager
+    finally:
+        manager.stop()
+        await asyncio.wait_for(task, 30)
+
+
+def with_options(**changes: object) -> RayClusterOptions:
+    """The default RayCluster options (no operator environment) with ``changes``."""
+    return dataclasses.replace(RayClusterOptions.from_env({}), **changes)  # type: ignore[arg-type]
