@@ -12,16 +12,20 @@ its WAS e2e test does), and the CRD stand-ins are installed on the built-in serv
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+from controllers.raycluster.mtls_pki import CERTIFICATES
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.setup import setup as setup_rayjob
+from kuberay_py.client import Client
+from kuberay_py.client.resources import SECRETS
 from kuberay_py.envtest import Environment, uses_real_apiserver
 from kuberay_py.manager import Manager, ManagerOptions
 
@@ -97,3 +101,27 @@ async def operator(
 def with_options(**changes: object) -> RayClusterOptions:
     """The default RayCluster options (no operator environment) with ``changes``."""
     return dataclasses.replace(RayClusterOptions.from_env({}), **changes)  # type: ignore[arg-type]
+
+
+async def issue(client: Client, namespace: str, cert_name: str, secret_name: str) -> None:
+    """What cert-manager does for a Certificate, as far as the operator reads it: the Secret with
+    a key pair and CA, then the Certificate's Ready condition for its generation."""
+    data = {k: base64.b64encode(b"pem").decode() for k in ("tls.crt", "tls.key", "ca.crt")}
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": secret_name},
+        "type": "kubernetes.io/tls",
+    }
+    await client.create(SECRETS, {**secret, "data": data}, namespace)
+    cert = await client.get(CERTIFICATES, cert_name, namespace)
+    ready = {"type": "Ready", "status": "True", "observedGeneration": cert["metadata"]["generation"]}
+    await client.update_status(CERTIFICATES, {**cert, "status": {"conditions": [ready]}})
+
+
+async def issue_pending(client: Client, namespace: str) -> None:
+    """:func:`issue` for every Certificate of the namespace that is not Ready yet."""
+    for cert in (await client.list(CERTIFICATES, namespace))["items"]:
+        conditions = (cert.get("status") or {}).get("conditions") or []
+        if not any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions):
+            await issue(client, namespace, cert["metadata"]["name"], cert["spec"]["secretName"])

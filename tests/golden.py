@@ -65,6 +65,9 @@ def normalise(
     """
     # Whole-string replacements (rule 4) and name replacements (rule 3), gathered first.
     uids = {o["metadata"].get("uid"): f"UID({o['kind']})" for o in objects if o["metadata"].get("uid")}
+    # A uid's first 8 characters as a name's last token (the mTLS CA Secret "<c>-ca-secret-<uid8>").
+    uid8 = {u[:8]: f"UID8({kind.removeprefix('UID(').removesuffix(')')})" for u, kind in uids.items()}
+    uid8_token = re.compile(r"(?<=-)([0-9a-f]{8})$")
     node_ports: set[int] = set()
     cluster_ips: set[str] = set()
     for o in objects:
@@ -84,7 +87,7 @@ def normalise(
             names[replica] = replica[: replica.rfind("-") + 1] + "RAND"
     for o in objects:
         owners = o["metadata"].get("ownerReferences") or []
-        if o["kind"] == "RayCluster" and any(r.get("kind") == "RayService" for r in owners):
+        if o["kind"] == "RayCluster" and any(r.get("kind") in ("RayService", "RayJob") for r in owners):
             name = o["metadata"]["name"]
             names[name] = name[: name.rfind("-") + 1] + "RAND"
     ns_token = re.compile(rf"(?<![A-Za-z0-9-]){re.escape(namespace)}(?![A-Za-z0-9-])")
@@ -99,12 +102,13 @@ def normalise(
             return "CLUSTER_IP"
         if _RFC3339.match(text):
             return "TIME"
+        text = uid8_token.sub(lambda m: uid8.get(m.group(1), m.group(1)), text)
         text = ns_token.sub("NS", text)
         for name in ordered:
             text = text.replace(name, names[name])
         if event:
             for pattern in event_patterns:
-                text = pattern.sub(lambda m: m.group()[: -5] + "RAND", text)
+                text = pattern.sub(lambda m: m.group()[:-5] + "RAND", text)
         return text
 
     out_objects = []

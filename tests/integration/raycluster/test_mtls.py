@@ -9,7 +9,6 @@ test has its own API server, since installed CRDs are what it is about.
 
 from __future__ import annotations
 
-import base64
 import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
@@ -70,21 +69,6 @@ async def test_without_cert_manager_the_spec_is_invalid() -> None:
         assert (await client.list(PODS, NS))["items"] == []
 
 
-async def _issue(client: Client, cert_name: str, secret_name: str) -> None:
-    """What cert-manager would do: the Secret with the key pair and CA, then Ready=True."""
-    data = {k: base64.b64encode(b"pem").decode() for k in ("tls.crt", "tls.key", "ca.crt")}
-    secret = {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {"name": secret_name},
-        "type": "kubernetes.io/tls",
-    }
-    await client.create(SECRETS, {**secret, "data": data}, NS)
-    cert = await client.get(CERTIFICATES, cert_name, NS)
-    ready = {"type": "Ready", "status": "True", "observedGeneration": cert["metadata"]["generation"]}
-    await client.update_status(CERTIFICATES, {**cert, "status": {"conditions": [ready]}})
-
-
 async def test_with_cert_manager_the_pki_comes_first_then_the_pods() -> None:
     async with tls_operator("cert-manager") as client:
         created = await client.create(C.RAYCLUSTERS, tls_cluster(), NS)
@@ -124,8 +108,12 @@ async def test_with_cert_manager_the_pki_comes_first_then_the_pods() -> None:
         assert await eventually(lambda: notes(client, "MTLSCertsNotReady"), "waiting for issuance")
         assert (await client.list(PODS, NS))["items"] == [], "no Pod before its certificate"
 
-        await _issue(client, "ray-head-cert-raycluster-mtls", "ray-head-secret-raycluster-mtls")
-        await _issue(client, "ray-worker-cert-raycluster-mtls", "ray-worker-secret-raycluster-mtls")
+        await external_apis.issue(
+            client, NS, "ray-head-cert-raycluster-mtls", "ray-head-secret-raycluster-mtls"
+        )
+        await external_apis.issue(
+            client, NS, "ray-worker-cert-raycluster-mtls", "ray-worker-secret-raycluster-mtls"
+        )
 
         async def pods() -> list[dict[str, Any]] | None:
             items = (await client.list(PODS, NS))["items"]
