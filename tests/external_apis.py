@@ -26,6 +26,7 @@ from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.setup import setup as setup_rayjob
 from kuberay_py.client import Client
 from kuberay_py.client.resources import SECRETS
+from kuberay_py.clock import Clock
 from kuberay_py.envtest import Environment, uses_real_apiserver
 from kuberay_py.manager import Manager, ManagerOptions
 
@@ -66,6 +67,12 @@ def environment(*apis: str, kuberay_crds: bool = True) -> Environment:
     return Environment(crds, apiserver_args=flags)
 
 
+@dataclasses.dataclass(frozen=True)
+class Running:
+    manager: Manager
+    task: asyncio.Task[None]  # Manager.run: done when the manager stopped or failed
+
+
 @contextlib.asynccontextmanager
 async def operator(
     env: Environment,
@@ -73,9 +80,10 @@ async def operator(
     options: RayClusterOptions | None = None,
     *,
     rayjob: RayJobOptions | None = None,
-) -> AsyncIterator[Manager]:
+    clock: Clock | None = None,
+) -> AsyncIterator[Running]:
     """The RayCluster controller (and the RayJob one when ``rayjob`` is given), watching only
-    ``namespaces``, until the block ends."""
+    ``namespaces``, until the block ends; then stopped, and its error (if it failed) raised."""
     manager = Manager(
         env.client_config,
         ManagerOptions(
@@ -86,13 +94,14 @@ async def operator(
             cache_transforms=cache_transforms(),
             graceful_shutdown_timeout=5.0,
         ),
+        clock=clock,
     )
     setup_raycluster(manager, max_concurrent_reconciles=2, options=options or RayClusterOptions.from_env({}))
     if rayjob is not None:
         setup_rayjob(manager, options=rayjob)
     task = asyncio.create_task(manager.run(install_signal_handlers=False))
     try:
-        yield manager
+        yield Running(manager, task)
     finally:
         manager.stop()
         await asyncio.wait_for(task, 30)

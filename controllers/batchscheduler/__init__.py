@@ -12,17 +12,20 @@ from collections.abc import Callable
 
 from controllers.batchscheduler.base import Scheduler, SchedulerError, SubmitterPodSpec
 from controllers.batchscheduler.kai import Kai
-from controllers.batchscheduler.kubernetes_was import KubernetesWAS
+from controllers.batchscheduler.kubernetes_was import WORKLOADS, KubernetesWAS
 from controllers.batchscheduler.scheduler_plugins import SchedulerPlugins
 from controllers.batchscheduler.volcano import Volcano
 from controllers.batchscheduler.yunikorn import YuniKorn
+from kuberay_py.client import Client
 
 __all__ = [
     "SCHEDULER_NAMES",
     "Scheduler",
     "SchedulerError",
+    "SchedulerUnavailable",
     "SubmitterPodSpec",
     "UnknownScheduler",
+    "check_served",
     "from_options",
 ]
 
@@ -39,6 +42,28 @@ SCHEDULER_NAMES: tuple[str, ...] = tuple(_BY_NAME)
 
 class UnknownScheduler(ValueError):
     """The flags select no valid scheduler (KubeRay exits at start)."""
+
+
+class SchedulerUnavailable(RuntimeError):
+    """The selected scheduler's API is not served: KubeRay cannot create its scheduler and exits."""
+
+
+async def check_served(client: Client, *, kubernetes_was: bool) -> None:
+    """Refuse to start when the Kubernetes WAS API is not served, as KubeRay v1.7.0 does.
+
+    KubeRay's KubernetesWAS factory picks a served ``scheduling.k8s.io`` version by discovery
+    when the scheduler is created, before the manager starts; finding none, the operator logs
+    "unable to create batch scheduler manager" and exits 1. The other schedulers check nothing
+    at start: a missing PodGroup CRD (Volcano) only keeps the RayCluster controller's watch from
+    syncing, so the operator stops when its cache sync times out.
+    """
+    if not kubernetes_was:
+        return
+    if not await client.served(WORKLOADS):
+        raise SchedulerUnavailable(
+            f"no served scheduling.k8s.io API version available for {KubernetesWAS.plugin}: "
+            "scheduling.k8s.io/v1alpha2 API is not available"
+        )
 
 
 def from_options(

@@ -8,8 +8,9 @@ import sys
 import anyio
 import structlog
 
+from controllers.batchscheduler import SchedulerUnavailable, check_served
 from kuberay_py import log
-from kuberay_py.client import ClientConfig, load_config_retrying
+from kuberay_py.client import Client, ClientConfig, load_config_retrying
 from kuberay_py.manager import LeaderElectionLost
 
 from .compat import startup_notes
@@ -40,6 +41,11 @@ async def run_operator(flags: OperatorFlags) -> int:
     if config is None:
         return 0
     try:
+        await _check_batch_scheduler(config, flags)
+    except SchedulerUnavailable as err:
+        logger.error("operator.batch_scheduler_unavailable", error=str(err))
+        return 1
+    try:
         manager = build_manager(config, flags)
     except ValueError as err:  # e.g. leader election out of cluster without a namespace
         sys.stderr.write(f"kuberay-operator: error: {err}\n")
@@ -55,11 +61,21 @@ async def run_operator(flags: OperatorFlags) -> int:
     except LeaderElectionLost:
         logger.error("operator.leader_election_lost", lease=flags.leader_election_id)
         return 1
-    except OSError as err:  # a probe or metrics port already in use
+    except Exception as err:  # a port in use, caches that never sync (a scheduler's CRD missing), ...
+        # KubeRay logs "problem running manager" and exits 1 for any error of its manager.
         logger.error("operator.failed", error=str(err))
         return 1
     logger.info("operator.stopped")
     return 0
+
+
+async def _check_batch_scheduler(config: ClientConfig, flags: OperatorFlags) -> None:
+    """KubeRay creates its batch scheduler before the manager and exits when it cannot."""
+    client = Client(config)
+    try:
+        await check_served(client, kubernetes_was=flags.feature_gates.get("KubernetesWAS", False))
+    finally:
+        await client.close()
 
 
 async def _load_config_until_signalled(flags: OperatorFlags) -> ClientConfig | None:
