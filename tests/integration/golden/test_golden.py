@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import re
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -178,22 +178,32 @@ async def test_objects_equal_kuberays(sample: str, applied: dict[str, Applied], 
     namespace, created = applied[sample].namespace, applied[sample].objects
     ray_objects = {k for k in created if k[0] in _RAY}
 
-    unexplained: list[tuple[str, Any, Any]] = []
-
-    async def matches() -> bool:
-        # Statuses and Events are written asynchronously (status writes coalesce for a few
-        # seconds), so poll until ours converge; the bound turns "never" into the diff below.
-        nonlocal unexplained
+    async def unexplained() -> list[tuple[str, Any, Any]]:
         objects, events = await _read(k8s, namespace, created)
         ours = golden.normalise(namespace, objects, events, from_sample=ray_objects)
-        unexplained = [d for d in golden.diff(expected, ours) if _allowed(sample, d) is None]
-        return not unexplained
+        return [d for d in golden.diff(expected, ours) if _allowed(sample, d) is None]
+
+    await _assert_converges(f"{sample}: KubeRay's objects", unexplained)
+
+
+Difference = tuple[str, Any, Any]  # (path, KubeRay's value, ours)
+
+
+async def _assert_converges(what: str, differences: Callable[[], Awaitable[list[Difference]]]) -> None:
+    """Statuses and Events are written asynchronously (status writes coalesce for a few seconds),
+    so poll until no difference is left; the bound turns "never" into the list of differences."""
+    left: list[tuple[str, Any, Any]] = [("<nothing read>", "<objects>", "<absent>")]
+
+    async def none_left() -> bool:
+        nonlocal left
+        left = await differences()
+        return not left
 
     try:
-        await polling.eventually(matches, f"{sample}: KubeRay's objects", timeout=20)
+        await polling.eventually(none_left, what, timeout=20)
     except AssertionError:
         pass
-    assert not unexplained, "\n".join(f"{p}: KubeRay {a!r} / ours {b!r}" for p, a, b in unexplained)
+    assert not left, "\n".join(f"{p}: KubeRay {a!r} / ours {b!r}" for p, a, b in left)
 
 
 # -- derived from KubeRay v1.7.0's source (golden/derived/README.md) -------------------------------
@@ -301,19 +311,13 @@ async def test_objects_equal_derived_from_kuberays_source(
     run = derived_applied[derived]
     namespace, created = run.applied.namespace, run.applied.objects
     extra = tuple(_FEATURE_KINDS[(o["apiVersion"], o["kind"])] for o in expected["objects"])
-    differences: list[tuple[str, Any, Any]] = [("<nothing read>", "<objects>", "<absent>")]
+    mtls = DERIVED_OPERATORS[derived.split("/")[0]].mtls
 
-    async def matches() -> bool:
-        nonlocal differences
-        if DERIVED_OPERATORS[derived.split("/")[0]].mtls:
+    async def differences() -> list[tuple[str, Any, Any]]:
+        if mtls:
             await external_apis.issue_pending(run.client, namespace)
         objects, _events = await _read(run.client, namespace, created, tuple(dict.fromkeys(extra)))
         ours = golden.normalise(namespace, objects, [], from_sample={k for k in created if k[0] in _RAY})
-        differences = derived_diff(expected, ours["objects"])
-        return not differences
+        return derived_diff(expected, ours["objects"])
 
-    try:
-        await polling.eventually(matches, f"{derived}: the objects derived from KubeRay's source", timeout=20)
-    except AssertionError:
-        pass
-    assert not differences, "\n".join(f"{p}: KubeRay {a!r} / ours {b!r}" for p, a, b in differences)
+    await _assert_converges(f"{derived}: the objects derived from KubeRay's source", differences)
