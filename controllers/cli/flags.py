@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
 from controllers.raycluster.pod_defaults import PodDefaults
+from kuberay_py.webhook import WebhookServerOptions
 
 from .goflag import FlagError, FlagSet, HelpRequested, parse_go_bool, parse_go_float, parse_go_int
 
@@ -199,6 +200,12 @@ class OperatorFlags:
     config: str = ""
     # Pod defaults from the Configuration file (none without --config).
     pod_defaults: PodDefaults = field(default_factory=PodDefaults)
+    # ENABLE_WEBHOOKS=true (KubeRay's switch, an environment variable, not a flag): serve the
+    # validating webhooks. None: read the environment when the manager is built.
+    enable_webhooks: bool | None = None
+    # The webhook server: controller-runtime's defaults (:9443, /tmp/k8s-webhook-server/serving-certs),
+    # which KubeRay does not change; not flags (tests and embedders set them).
+    webhook_server: WebhookServerOptions = field(default_factory=WebhookServerOptions)
     # zap flags KubeRay accepts but whose effect its own encoder setup overrides.
     ignored_zap_flags: list[str] = field(default_factory=list)
     # The run flags given on the command line, in order (for "ignored with --config").

@@ -37,14 +37,25 @@ from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.setup import setup as setup_rayjob
 from controllers.rayservice.options import RayServiceOptions
 from controllers.rayservice.setup import setup as setup_rayservice
+from controllers.webhooks import setup_webhooks
 from kuberay_py.cache import CacheNotSynced
 from kuberay_py.client import ClientConfig, Resource
 from kuberay_py.manager import Manager, ManagerOptions
 from kuberay_py.metrics import registry
+from kuberay_py.webhook import WebhookServer
 
 from .flags import OperatorFlags
 
-__all__ = ["build_manager"]
+__all__ = ["ENABLE_WEBHOOKS", "build_manager", "webhooks_enabled"]
+
+ENABLE_WEBHOOKS = "ENABLE_WEBHOOKS"
+
+
+def webhooks_enabled(flags: OperatorFlags) -> bool:
+    """KubeRay's test: ``ENABLE_WEBHOOKS`` is exactly ``true`` (``True`` or ``1`` are not)."""
+    if flags.enable_webhooks is not None:
+        return flags.enable_webhooks
+    return os.environ.get(ENABLE_WEBHOOKS) == "true"
 
 
 def build_manager(
@@ -141,6 +152,13 @@ def build_manager(
         # execution-duration gauge is module-level here, so it leaves the registry while we run.
         with _unregistered(EXECUTION_DURATION):
             await anyio.sleep_forever()
+
+    if webhooks_enabled(flags):
+        webhooks = WebhookServer(flags.webhook_server)
+        setup_webhooks(webhooks)
+        manager.add_webhook_server(webhooks)
+        # Ready once admission requests can be answered, so the webhook Service routes here only then.
+        manager.add_readyz_check("webhook", webhooks.started_checker())
 
     # Every replica exports the info metrics from its own cache, as KubeRay's collectors do.
     manager.add_runnable(info_metrics if flags.enable_metrics else no_cr_metrics, needs_leader_election=False)

@@ -1,17 +1,19 @@
 """The manager: one process's client, cache, controllers, servers, lease and shutdown.
 
 Start order (controller-runtime's ``cm.Start``): HTTP servers (metrics, probes) first, so probes
-answer while the rest warms up; then the caches, and ``/readyz`` turns ready once they have
-synced; then the runnables that do not need leadership (the event writer among them); then, with
-leader election on, the Lease is acquired and only then do controllers and other leader-only
-runnables start.
+answer while the rest warms up; then the admission webhook servers (on every replica, leader or
+not: kube-apiserver calls whichever one the Service picks); then the caches, and ``/readyz``
+turns ready once they have synced; then the runnables that do not need leadership (the event
+writer among them); then, with leader election on, the Lease is acquired and only then do
+controllers and other leader-only runnables start.
 
 Stop order, on :meth:`Manager.stop`, SIGTERM/SIGINT, or a runnable failing: ``/readyz`` turns
 unready first (so the Service stops routing here), then non-leader runnables and controllers are
 asked to finish — reconciles in flight complete, nothing new starts — within
 ``graceful_shutdown_timeout``; then the lease is released (after the controllers, so no
 successor reconciles alongside us), pending events get a last chance to be written, caches stop,
-and the servers close last. :meth:`run` then returns normally (exit code 0).
+webhook servers close (letting admission requests in flight finish), and the HTTP servers close
+last. :meth:`run` then returns normally (exit code 0).
 
 Losing the lease is different: another process may already be reconciling, so everything is
 cancelled at once (controller-runtime sets the timeout to 0) and :meth:`run` raises
@@ -26,7 +28,7 @@ import signal
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 from aiohttp import web
@@ -53,6 +55,14 @@ T = TypeVar("T")
 log = get_logger(__name__)
 
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
+
+
+class WebhookServer(Protocol):
+    """What the manager needs of an admission webhook server (kuberay_py.webhook.WebhookServer)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
 
 
 class LeaderElectionLost(RuntimeError):
@@ -131,6 +141,7 @@ class Manager:
         self._event_writer = RunnableGroup("events", self._runnable_failed)
         self._leader = RunnableGroup("leader-election", self._runnable_failed)
         self._controllers: dict[str, Controller] = {}
+        self._webhook_servers: list[WebhookServer] = []
         self._stop_requested = asyncio.Event()
         self._force = asyncio.Event()
         self._synced = False
@@ -173,6 +184,12 @@ class Manager:
         """
         group = self._leader if needs_leader_election else self._others
         group.add(name or str(getattr(fn, "__qualname__", repr(fn))), fn, stop=stop)
+
+    def add_webhook_server(self, server: WebhookServer) -> None:
+        """Serve admission webhooks with the manager: started before the caches, on every replica."""
+        if self._running:
+            raise RuntimeError("add webhook servers before the manager runs")
+        self._webhook_servers.append(server)
 
     def add_healthz_check(self, name: str, check: Checker) -> None:
         self.healthz.add(name, check)
@@ -260,6 +277,8 @@ class Manager:
         try:
             await self._health_server.start()
             await self._metrics_server.start()
+            for webhooks in self._webhook_servers:
+                await webhooks.start()
             with self._signal_handlers(install_signal_handlers):
                 async with anyio.create_task_group() as root:
                     for group in (self._caches, self._others, self._event_writer, self._leader):
@@ -269,6 +288,8 @@ class Manager:
                     await self._shut_down()
                     root.cancel_scope.cancel()
         finally:
+            for webhooks in reversed(self._webhook_servers):
+                await webhooks.stop()
             await self._metrics_server.stop()
             await self._health_server.stop()
             await self.events_client.close()

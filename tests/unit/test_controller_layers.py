@@ -18,7 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 CONTROLLERS = ROOT / "controllers"
 CONTROLLER_PACKAGES = {"raycluster", "rayservice", "rayjob", "raycronjob"}
-SHARED = {"common", "api", "ray", "spechash", "metrics", "constants", "batchscheduler"}
+SHARED = {"common", "api", "ray", "spechash", "metrics", "constants", "batchscheduler", "webhooks"}
 COMPOSITION = {"cli", "raysim"}  # the operator's entry points: they may wire controllers together
 
 

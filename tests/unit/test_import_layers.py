@@ -29,6 +29,8 @@ ALLOWED: dict[str, set[str]] = {
     "cache": BASE | {"client", "workqueue"},
     "controller": BASE | {"client", "workqueue", "cache"},
     "manager": BASE | {"client", "workqueue", "cache", "controller"},
+    # The admission webhook server: base only; the manager runs it through a protocol.
+    "webhook": BASE,
     # Test support: may use the client and cache (the simulator does), never the manager/controller.
     "envtest": BASE | {"client", "workqueue", "cache"},
 }

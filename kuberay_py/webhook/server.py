@@ -1,0 +1,193 @@
+"""The admission webhook HTTPS server (controller-runtime's ``webhook.Server``).
+
+Serves each registered handler at its path on ``host:port`` (``:9443`` by default) with the
+certificate pair from ``cert_dir`` (``/tmp/k8s-webhook-server/serving-certs/tls.crt|tls.key``,
+where the kubebuilder manifests mount the cert-manager Secret), reloaded when the files change.
+It starts before the caches and does not wait for leadership: kube-apiserver calls whichever
+replica the Service picks, and a ``failurePolicy: Fail`` webhook that is not served blocks every
+write of its resources. :meth:`started_checker` is a readiness check that passes once the server
+answers TLS handshakes, like controller-runtime's ``StartedChecker``. Stopping lets requests in
+flight finish (up to ``shutdown_timeout``) before the listener closes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from kuberay_py.clock import Clock
+from kuberay_py.log import get_logger
+
+from .admission import MAX_REQUEST_BYTES, Handler, ReviewError, decode_review, encode_review, errored
+from .certwatcher import CertWatcher
+from .metrics import REQUEST_LATENCY, REQUEST_TOTAL, REQUESTS_IN_FLIGHT
+
+__all__ = ["DEFAULT_CERT_DIR", "DEFAULT_PORT", "WebhookServer", "WebhookServerOptions"]
+
+log = get_logger(__name__)
+
+DEFAULT_CERT_DIR = str(Path("/tmp") / "k8s-webhook-server" / "serving-certs")  # controller-runtime's
+DEFAULT_PORT = 9443
+
+
+@dataclass
+class WebhookServerOptions:
+    """Where to listen and which files hold the serving pair (controller-runtime's defaults)."""
+
+    host: str = ""
+    port: int = DEFAULT_PORT
+    cert_dir: str = DEFAULT_CERT_DIR
+    cert_name: str = "tls.crt"
+    key_name: str = "tls.key"
+    cert_reload_interval: float = 10.0
+    shutdown_timeout: float = 30.0
+
+
+class WebhookServer:
+    def __init__(self, options: WebhookServerOptions | None = None, *, clock: Clock | None = None) -> None:
+        self.options = options or WebhookServerOptions()
+        self._clock = clock
+        self._handlers: dict[str, Handler] = {}
+        self._runner: web.AppRunner | None = None
+        self._watch: asyncio.Task[None] | None = None
+        self.certs: CertWatcher | None = None
+        self.port: int | None = None
+
+    # -- registration -----------------------------------------------------------------------------
+
+    def register(self, path: str, handler: Handler) -> None:
+        """Serve ``handler`` at ``path``; paths are unique, as in controller-runtime."""
+        if not path.startswith("/"):
+            raise ValueError(f"webhook path {path!r} must start with '/'")
+        if path in self._handlers:
+            raise ValueError(f"can't register duplicate path: {path}")
+        if self._runner is not None:
+            raise RuntimeError("register webhooks before the server starts")
+        self._handlers[path] = handler
+
+    @property
+    def paths(self) -> list[str]:
+        return sorted(self._handlers)
+
+    # -- serving ----------------------------------------------------------------------------------
+
+    def _app(self) -> web.Application:
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES + 1)
+        for path, handler in self._handlers.items():
+            app.router.add_post(path, self._instrumented(path, handler))
+        return app
+
+    def _instrumented(
+        self, path: str, handler: Handler
+    ) -> Callable[[web.Request], Coroutine[Any, Any, web.Response]]:
+        latency, total, in_flight = (
+            REQUEST_LATENCY.labels(webhook=path), REQUEST_TOTAL, REQUESTS_IN_FLIGHT.labels(webhook=path)
+        )
+
+        async def serve(request: web.Request) -> web.Response:
+            start = time.perf_counter()
+            in_flight.inc()
+            status = 500
+            try:
+                response = await self._review(request, handler)
+                status = response.status
+                return response
+            finally:
+                in_flight.dec()
+                latency.observe(time.perf_counter() - start)
+                total.labels(webhook=path, code=str(status)).inc()
+
+        return serve
+
+    async def _review(self, request: web.Request, handler: Handler) -> web.Response:
+        try:
+            body = await request.content.read(MAX_REQUEST_BYTES + 1)
+            req = decode_review(body, request.content_type if request.headers.get("Content-Type") else "")
+        except ReviewError as err:
+            log.error("bad admission request", path=request.path, error=str(err))
+            return _review_response(encode_review(errored(err.code, str(err))))
+        try:
+            response = await handler(req)
+        except Exception as err:  # a handler bug is an errored response, not a dropped connection
+            log.error("admission handler failed", path=request.path, uid=req.uid, exc_info=err)
+            response = errored(500, str(err))
+        response.uid = req.uid
+        return _review_response(encode_review(response))
+
+    async def start(self) -> None:
+        opts = self.options
+        cert_dir = Path(opts.cert_dir)
+        self.certs = CertWatcher(cert_dir / opts.cert_name, cert_dir / opts.key_name,
+                                 interval=opts.cert_reload_interval, clock=self._clock)
+        self.certs.load()
+        self._runner = web.AppRunner(self._app(), access_log=None, handle_signals=False,
+                                     shutdown_timeout=opts.shutdown_timeout)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, opts.host or None, opts.port, ssl_context=self.certs.context,
+                           reuse_address=True)
+        try:
+            await site.start()
+        except OSError as err:
+            await self._runner.cleanup()
+            self._runner = None
+            where = f"{opts.host}:{opts.port}"
+            raise OSError(err.errno, f"webhook server cannot listen on {where}: {err.strerror}") from err
+        for addr in self._runner.addresses:
+            if isinstance(addr, tuple) and len(addr) >= 2:
+                self.port = int(addr[1])
+                break
+        self._watch = asyncio.create_task(self.certs.watch(), name="webhook-certwatcher")
+        log.info("serving webhook server", host=opts.host, port=self.port, cert_dir=opts.cert_dir,
+                 paths=self.paths)
+
+    async def stop(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            await asyncio.gather(self._watch, return_exceptions=True)
+            self._watch = None
+        if self._runner is not None:
+            log.info("shutting down webhook server")
+            await self._runner.cleanup()  # stops accepting, lets requests in flight finish
+            self._runner = None
+            self.port = None
+
+    @property
+    def url(self) -> str | None:
+        """``https://127.0.0.1:<port>`` once serving (for tests and the envtest install options)."""
+        if self.port is None:
+            return None
+        host = self.options.host if self.options.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+        return f"https://{host}:{self.port}"
+
+    def started_checker(self) -> Callable[[], Coroutine[Any, Any, None]]:
+        """A readiness check: passes once a TLS handshake with the server succeeds."""
+
+        async def check() -> None:
+            if self.port is None:
+                raise RuntimeError("webhook server has not been started yet")
+            host = self.options.host if self.options.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
+            ctx = ssl.create_default_context()
+            ctx.check_hostname = False
+            ctx.verify_mode = ssl.CERT_NONE  # serving at all is the question, not who trusts the cert
+            try:
+                _, writer = await asyncio.wait_for(asyncio.open_connection(host, self.port, ssl=ctx), 10)
+            except (TimeoutError, OSError) as err:
+                raise RuntimeError(f"webhook server is not reachable: {err}") from err
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except (OSError, ssl.SSLError):
+                pass
+
+        return check
+
+
+def _review_response(body: bytes) -> web.Response:
+    return web.Response(body=body, status=200, content_type="application/json")
