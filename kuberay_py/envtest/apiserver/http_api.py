@@ -18,6 +18,7 @@ from aiohttp import web
 
 from . import discovery, openapi, tables
 from .access import AccessControl, current_user
+from .admission import AdmissionAttributes, ValidatingAdmission, admitted_delete, admitted_write
 from .apply import server_side_apply
 from .authn import ADMIN
 from .core import ApiCore
@@ -96,9 +97,16 @@ class ApiHandler:
         self.faults: FaultInjector = settings.faults
         self.log: RequestLog = settings.request_log
         self.service_proxy = ServiceProxy(settings.core)
+        self.admission = ValidatingAdmission(settings.core, self.service_proxy)
 
     async def close(self) -> None:
         await self.service_proxy.close()
+        await self.admission.close()
+
+    def _attrs(
+        self, rt: ResourceType, operation: str, ns: str | None, name: str, sub: str | None, dry_run: bool
+    ) -> AdmissionAttributes:
+        return AdmissionAttributes(rt, operation, ns or "", name, sub or "", None, None, dry_run)
 
     # -- entry point --------------------------------------------------------------------------------
 
@@ -368,7 +376,15 @@ class ApiHandler:
         if verb == "create":
             if rt.namespaced and ns is None:
                 raise StatusError.method_not_allowed(request.method)
-            obj = core.create(rt, ns, await self._object_body(request), dry_run=dry_run, strict=strict)
+            body = await self._object_body(request)
+            meta = body.get("metadata") if isinstance(body, dict) else None
+            obj = await admitted_write(
+                self.admission,
+                self._attrs(rt, "CREATE", ns, str((meta or {}).get("name") or ""), None, dry_run),
+                lambda d: core.create(rt, ns, body, dry_run=d, strict=strict),
+                current_user.get() or ADMIN,
+                body=body,
+            )
             return json_response(core.present(rt, obj), 201)
         name = route.name
         assert name is not None
@@ -382,15 +398,14 @@ class ApiHandler:
             return json_response(obj)
         if verb == "update":
             body = await self._object_body(request)
-            obj = core.update(
-                rt,
-                ns,
-                name,
-                body,
-                subresource=route.sub,
-                dry_run=dry_run,
-                strict=strict,
-                manager=field_manager(request, q),
+            writer = field_manager(request, q)
+            obj = await admitted_write(
+                self.admission,
+                self._attrs(rt, "UPDATE", ns, name, route.sub, dry_run),
+                lambda d: core.update(
+                    rt, ns, name, body, subresource=route.sub, dry_run=d, strict=strict, manager=writer
+                ),
+                current_user.get() or ADMIN,
             )
             return json_response(core.present(rt, obj))
         if verb == "patch":
@@ -416,28 +431,48 @@ class ApiHandler:
                     422, "Invalid", "fieldManager: Too long: may not be more than 128 bytes", {}
                 )
             created = False
+            exists = core.storage.get(rt.key, ns or "", name) is not None
             if ptype == "apply":
-                obj, created = server_side_apply(
-                    core,
-                    rt,
-                    ns,
-                    name,
-                    body,
-                    subresource=route.sub,
-                    dry_run=dry_run,
-                    field_manager=manager,
-                    force=boolean(q, "force"),
-                    strict=strict,
-                )
+                force = boolean(q, "force")
+
+                def apply(d: bool) -> dict[str, Any]:
+                    nonlocal created
+                    applied, created = server_side_apply(
+                        core,
+                        rt,
+                        ns,
+                        name,
+                        body,
+                        subresource=route.sub,
+                        dry_run=d,
+                        field_manager=manager,
+                        force=force,
+                        strict=strict,
+                    )
+                    return applied
+
+                operation = "UPDATE" if exists else "CREATE"
+                attrs = self._attrs(rt, operation, ns, name, route.sub, dry_run)
+                obj = await admitted_write(self.admission, attrs, apply, current_user.get() or ADMIN)
             else:
                 writer = field_manager(request, q)
-                obj = core.patch(rt, ns, name, ptype, body, route.sub, dry_run, writer, strict)
+                obj = await admitted_write(
+                    self.admission,
+                    self._attrs(rt, "UPDATE", ns, name, route.sub, dry_run),
+                    lambda d: core.patch(rt, ns, name, ptype, body, route.sub, d, writer, strict),
+                    current_user.get() or ADMIN,
+                )
             return json_response(core.present(rt, obj), 201 if created else 200)
         if verb == "delete":
             if route.sub is not None:
                 raise StatusError.method_not_allowed(request.method)
             opts = DeleteOptions(await self._optional_json(request), dict(q))
             opts.dry_run = opts.dry_run or dry_run
+            await admitted_delete(
+                self.admission,
+                self._attrs(rt, "DELETE", ns, name, None, opts.dry_run),
+                current_user.get() or ADMIN,
+            )
             obj, removed = delete_object(core, rt, ns, name, opts)
             if removed and not rt.return_deleted_object:
                 return json_response(success_status(rt, obj))

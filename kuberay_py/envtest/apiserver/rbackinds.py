@@ -25,8 +25,8 @@ from .meta import clone
 from .rbac import covers, escalation_message, role_reference_rules, rules_for
 from .registry import ResourceType
 from .requestinfo import Attributes
-from .selectors import LabelSelector, Requirement
-from .validation import field_cause, invalid, required
+from .selectors import label_selector_from_doc
+from .validation import field_cause, invalid, not_supported, required
 
 if TYPE_CHECKING:
     from .access import AccessControl
@@ -40,29 +40,13 @@ _FULL_AUTHORITY = [
     {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
     {"nonResourceURLs": ["*"], "verbs": ["*"]},
 ]
-_OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
-
-
-def _selector(doc: Any) -> LabelSelector | None:
-    """``metav1.LabelSelectorAsSelector``: ``{}`` selects everything; an unusable one nothing."""
-    if not isinstance(doc, dict):
-        return None
-    reqs = [Requirement(str(k), "=", (str(v),)) for k, v in (doc.get("matchLabels") or {}).items()]
-    for expr in doc.get("matchExpressions") or []:
-        op = _OPERATORS.get(expr.get("operator", "")) if isinstance(expr, dict) else None
-        if op is None:
-            return None
-        reqs.append(
-            Requirement(str(expr.get("key", "")), op, tuple(str(v) for v in expr.get("values") or []))
-        )
-    return LabelSelector(tuple(reqs))
 
 
 def _aggregated_rules(role: Obj, all_roles: list[Obj]) -> list[dict[str, Any]]:
     rules: list[dict[str, Any]] = []
     name = role["metadata"]["name"]
     for doc in (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []:
-        selector = _selector(doc)
+        selector = label_selector_from_doc(doc)
         if selector is None:
             continue
         for other in sorted(all_roles, key=lambda o: str(o["metadata"]["name"])):
@@ -70,13 +54,6 @@ def _aggregated_rules(role: Obj, all_roles: list[Obj]) -> list[dict[str, Any]]:
                 continue
             rules += [r for r in other.get("rules") or [] if r not in rules]
     return rules
-
-
-def _not_supported(path: str, value: Any, supported: tuple[str, ...]) -> Cause:
-    values = ", ".join(f'"{v}"' for v in supported)
-    return field_cause(
-        "FieldValueNotSupported", path, f'Unsupported value: "{value}": supported values: {values}'
-    )
 
 
 def _rule_problems(rules: Any, namespaced: bool) -> list[Cause]:
@@ -130,9 +107,9 @@ def _binding_problems(obj: Obj, cluster: bool) -> list[Cause]:
     ref = ref if isinstance(ref, dict) else {}
     kinds = ("ClusterRole",) if cluster else ("Role", "ClusterRole")
     if ref.get("apiGroup") != _GROUP:
-        causes.append(_not_supported("roleRef.apiGroup", ref.get("apiGroup", ""), (_GROUP,)))
+        causes.append(not_supported("roleRef.apiGroup", ref.get("apiGroup", ""), (_GROUP,)))
     if ref.get("kind") not in kinds:
-        causes.append(_not_supported("roleRef.kind", ref.get("kind", ""), kinds))
+        causes.append(not_supported("roleRef.kind", ref.get("kind", ""), kinds))
     if not ref.get("name"):
         causes.append(required("roleRef.name"))
     for i, subject in enumerate(obj.get("subjects") or []):
@@ -142,14 +119,14 @@ def _binding_problems(obj: Obj, cluster: bool) -> list[Cause]:
             causes.append(required(f"{path}.name"))
         kind, group = subject.get("kind"), subject.get("apiGroup") or ""
         if kind not in ("ServiceAccount", "User", "Group"):
-            causes.append(_not_supported(f"{path}.kind", kind or "", ("ServiceAccount", "User", "Group")))
+            causes.append(not_supported(f"{path}.kind", kind or "", ("ServiceAccount", "User", "Group")))
         elif kind == "ServiceAccount":
             if group:
-                causes.append(_not_supported(f"{path}.apiGroup", group, ("",)))
+                causes.append(not_supported(f"{path}.apiGroup", group, ("",)))
             if cluster and not subject.get("namespace"):
                 causes.append(required(f"{path}.namespace"))
         elif group != _GROUP:
-            causes.append(_not_supported(f"{path}.apiGroup", group, (_GROUP,)))
+            causes.append(not_supported(f"{path}.apiGroup", group, (_GROUP,)))
     return causes
 
 

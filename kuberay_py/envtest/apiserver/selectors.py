@@ -14,7 +14,13 @@ from typing import Any
 
 from .errors import StatusError
 
-__all__ = ["FieldSelector", "LabelSelector", "parse_field_selector", "parse_label_selector"]
+__all__ = [
+    "FieldSelector",
+    "LabelSelector",
+    "label_selector_from_doc",
+    "parse_field_selector",
+    "parse_label_selector",
+]
 
 _KEY = re.compile(
     r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?"
@@ -53,6 +59,24 @@ class LabelSelector:
             return True
         labels = (obj.get("metadata") or {}).get("labels") or {}
         return all(r.matches(labels) for r in self.requirements)
+
+
+_OPERATORS = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!"}
+
+
+def label_selector_from_doc(doc: Any) -> LabelSelector | None:
+    """``metav1.LabelSelectorAsSelector``: ``{}`` selects everything; an unusable one nothing."""
+    if not isinstance(doc, dict):
+        return None
+    reqs = [Requirement(str(k), "=", (str(v),)) for k, v in (doc.get("matchLabels") or {}).items()]
+    for expr in doc.get("matchExpressions") or []:
+        op = _OPERATORS.get(expr.get("operator", "")) if isinstance(expr, dict) else None
+        if op is None:
+            return None
+        reqs.append(
+            Requirement(str(expr.get("key", "")), op, tuple(str(v) for v in expr.get("values") or []))
+        )
+    return LabelSelector(tuple(reqs))
 
 
 def _tokenize(text: str) -> list[str]:

@@ -31,6 +31,11 @@ from .kinds import NamespaceHooks, PodHooks, SecretHooks, ServiceHooks
 from .rbackinds import RbacHooks
 from .reviews import REVIEW_TYPES, virtual_creates
 from .tokenrequest import token_request_handler
+from .webhookconfig import (
+    VALIDATING_WEBHOOK_CONFIGURATIONS,
+    WEBHOOK_CONFIG_KEY,
+    ValidatingWebhookConfigurationHooks,
+)
 
 __all__ = ["BuiltinAPIServer"]
 
@@ -63,6 +68,7 @@ class BuiltinAPIServer:
         reg = self.core.registry
         reg.add_all(BUILTIN_TYPES)
         reg.add_all(REVIEW_TYPES)
+        reg.add(VALIDATING_WEBHOOK_CONFIGURATIONS)
         # Authentication and authorization; RBAC is enforced only with rbac=True.
         self.access = AccessControl(self.core, rbac=rbac)
         self.access.virtual.update(virtual_creates(self.access))
@@ -79,6 +85,7 @@ class BuiltinAPIServer:
         self.core.conversions[(EVENTS_V1, CORE_EVENTS)] = events_v1_to_core
         self.core.hooks[CRD_KEY] = CrdHooks()
         self.core.hooks[("batch", "jobs")] = JobHooks()
+        self.core.hooks[WEBHOOK_CONFIG_KEY] = ValidatingWebhookConfigurationHooks()
         self._endpoints = EndpointsHooks(accept_loopback=accept_loopback_endpoint_addresses)
         self.core.hooks[("discovery.k8s.io", "endpointslices")] = self._endpoints
         self.core.hooks[("", "endpoints")] = self._endpoints

@@ -17,6 +17,7 @@ __all__ = [
     "field_cause",
     "forbidden",
     "invalid",
+    "not_supported",
     "required",
     "too_long",
     "validate_metadata",
@@ -52,6 +53,13 @@ def _quote(value: Any) -> str:
 
 def invalid(path: str, value: Any, detail: str) -> Cause:
     return field_cause("FieldValueInvalid", path, f"Invalid value: {_quote(value)}: {detail}")
+
+
+def not_supported(path: str, value: Any, supported: tuple[str, ...]) -> Cause:
+    values = ", ".join(f'"{v}"' for v in supported)
+    return field_cause(
+        "FieldValueNotSupported", path, f'Unsupported value: "{value}": supported values: {values}'
+    )
 
 
 def required(path: str, detail: str = "") -> Cause:
