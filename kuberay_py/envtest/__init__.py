@@ -8,5 +8,6 @@ built-in server for kubectl.
 
 from .apiserver import BuiltinAPIServer
 from .environment import Environment, uses_real_apiserver
+from .webhooks import WebhookInstallOptions
 
-__all__ = ["BuiltinAPIServer", "Environment", "uses_real_apiserver"]
+__all__ = ["BuiltinAPIServer", "Environment", "WebhookInstallOptions", "uses_real_apiserver"]

@@ -6,9 +6,11 @@ Mirrors controller-runtime's ``envtest.Environment``: ``KUBEBUILDER_ASSETS`` (or
 the in-process :class:`BuiltinAPIServer` serves. CRDs are installed and waited for until
 Established and served, then a kubeconfig file and a :class:`~kuberay_py.client.ClientConfig` are
 handed out. With ``simulate=True`` the cluster simulator (kubelet, EndpointSlices, GC) runs alongside.
-With ``rbac=True`` the built-in server enforces RBAC as a real kube-apiserver always does, and
-``service_account_config`` hands out credentials of a ServiceAccount (a TokenRequest token), so a
-controller can run under the RBAC it will get in a cluster.
+With ``webhook_install_options`` the admission webhook configurations are installed pointing at a
+local webhook server (:mod:`kuberay_py.envtest.webhooks`). With ``rbac=True`` the built-in server
+enforces RBAC as a real kube-apiserver always does, and ``service_account_config`` hands out
+credentials of a ServiceAccount (a TokenRequest token), so a controller can run under the RBAC it
+will get in a cluster.
 
 ``kubeconfig_out`` is written only once the whole environment is ready (CRDs Established *and*
 served, the simulator synced), atomically (temp file + rename): a client that waits for the file
@@ -37,6 +39,7 @@ from .crdfiles import read_crds
 from .kubeconfig import kubeconfig_dict, write_kubeconfig
 from .rest import RestError, request_json
 from .serviceaccount import request_token, write_service_account_kubeconfig
+from .webhooks import WebhookInstallOptions, install_webhooks, uninstall_webhooks
 
 if TYPE_CHECKING:
     from kuberay_py.client import Client, ClientConfig
@@ -76,6 +79,7 @@ class Environment:
         tls: bool = False,
         pod_cidr: str | None = None,
         rbac: bool = False,
+        webhook_install_options: WebhookInstallOptions | None = None,
     ) -> None:
         self.crd_paths = list(crd_paths)
         self.simulate = simulate
@@ -93,6 +97,7 @@ class Environment:
         # The built-in server enforces RBAC only when asked; a real kube-apiserver always does
         # (--authorization-mode=RBAC), and the environment's admin is in system:masters there.
         self.rbac = rbac
+        self.webhook_install_options = webhook_install_options
         self._pod_networks: list[PodNetwork] = []
         self.server: BuiltinAPIServer | None = None
         self.control_plane: ControlPlane | None = None
@@ -134,6 +139,9 @@ class Environment:
             await self._load_clients()
             if self.crd_paths:
                 await self.install_crds(self.crd_paths)
+            if self.webhook_install_options is not None:
+                assert self._api is not None and self._tmpdir is not None
+                await install_webhooks(self._api, self.webhook_install_options, self._tmpdir.name)
             if self.simulate:
                 await self._start_simulator()
             self._publish_kubeconfig()
@@ -265,6 +273,8 @@ class Environment:
         if self._sim_client is not None:
             await self._sim_client.close()
             self._sim_client = None
+        if self._api is not None and self.use_existing and self.webhook_install_options is not None:
+            await uninstall_webhooks(self._api, self.webhook_install_options)
         if self._api is not None:
             await self._api.close()
             self._api = None
