@@ -108,7 +108,7 @@ class WebhookServer:
 
     async def _review(self, request: web.Request, handler: Handler) -> web.Response:
         try:
-            body = await request.content.read(MAX_REQUEST_BYTES + 1)
+            body = await _read_capped(request)
             req = decode_review(body, request.content_type if request.headers.get("Content-Type") else "")
         except ReviewError as err:
             log.error("bad admission request", path=request.path, error=str(err))
@@ -187,6 +187,19 @@ class WebhookServer:
                 pass
 
         return check
+
+
+async def _read_capped(request: web.Request) -> bytes:
+    """The body, or its first ``MAX_REQUEST_BYTES + 1`` bytes: enough to tell it is too large."""
+    chunks: list[bytes] = []
+    size = 0
+    while size <= MAX_REQUEST_BYTES:
+        chunk = await request.content.read(MAX_REQUEST_BYTES + 1 - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _review_response(body: bytes) -> web.Response:
