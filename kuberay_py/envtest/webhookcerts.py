@@ -33,9 +33,11 @@ def _san(host: str) -> str:
 
 
 class WebhookCA:
-    """A CA in ``directory`` that signs serving pairs for ``host``."""
+    """A CA (common name ``name``) in ``directory`` that signs serving pairs for ``host``."""
 
-    def __init__(self, directory: str | Path, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, directory: str | Path, host: str = "127.0.0.1", *, name: str = "envtest-webhook-ca"
+    ) -> None:
         self.directory = Path(directory)
         self.host = host
         self.directory.mkdir(parents=True, exist_ok=True)
@@ -52,7 +54,7 @@ class WebhookCA:
             "-days",
             "2",
             "-subj",
-            "/CN=envtest-webhook-ca",
+            f"/CN={name}",
         )
         self.issued = 0
 

@@ -20,14 +20,17 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-import yaml
 from kubernetes_asyncio.client import ApiClient
 
+from kuberay_py.client import Resource
+
 from .controlplane import free_port
+from .crdfiles import read_kind
 from .rest import RestError, request_json
 from .webhookcerts import WebhookCA
 
 __all__ = [
+    "VALIDATING_WEBHOOK_CONFIGURATIONS",
     "VALIDATING_WEBHOOK_CONFIGURATIONS_PATH",
     "WebhookInstallOptions",
     "install_webhooks",
@@ -37,26 +40,22 @@ __all__ = [
 
 log = structlog.get_logger("kuberay_py.envtest")
 
+VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
+    "admissionregistration.k8s.io",
+    "v1",
+    "ValidatingWebhookConfiguration",
+    "validatingwebhookconfigurations",
+    namespaced=False,
+)
+
 VALIDATING_WEBHOOK_CONFIGURATIONS_PATH = (
     "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 )
-_EXTENSIONS = (".yaml", ".yml", ".json")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def read_webhook_configurations(paths: Sequence[str | Path]) -> list[dict[str, Any]]:
     """Every ValidatingWebhookConfiguration under ``paths`` (files or directories, not recursive)."""
-    out: list[dict[str, Any]] = []
-    for raw in paths:
-        p = Path(raw)
-        if not p.exists():
-            raise FileNotFoundError(f"webhook configuration path {p} does not exist")
-        files = sorted(f for f in p.iterdir() if f.suffix in _EXTENSIONS) if p.is_dir() else [p]
-        for f in files:
-            for doc in yaml.load_all(f.read_text(), Loader=_Loader):
-                if isinstance(doc, dict) and doc.get("kind") == "ValidatingWebhookConfiguration":
-                    out.append(doc)
-    return out
+    return read_kind(paths, "ValidatingWebhookConfiguration", "webhook configuration")
 
 
 @dataclass

@@ -50,6 +50,16 @@ def environ(name: str, value: str) -> Iterator[None]:
             os.environ[name] = previous
 
 
+def server_options(options: WebhookInstallOptions, **extra: Any) -> WebhookServerOptions:
+    """The webhook server options that serve where ``options`` installed the configurations."""
+    return WebhookServerOptions(
+        host=options.local_serving_host,
+        port=options.local_serving_port,
+        cert_dir=options.local_serving_cert_dir,
+        **extra,
+    )
+
+
 @dataclass
 class Operator:
     env: Environment
@@ -64,11 +74,7 @@ async def operator() -> AsyncIterator[Operator]:
         flags = OperatorFlags(
             metrics_addr="127.0.0.1:0",
             health_probe_bind_address="127.0.0.1:0",
-            webhook_server=WebhookServerOptions(
-                host=options.local_serving_host,
-                port=options.local_serving_port,
-                cert_dir=options.local_serving_cert_dir,
-            ),
+            webhook_server=server_options(options),
         )
         with environ("ENABLE_WEBHOOKS", "true"):  # KubeRay's switch, read when the manager is built
             manager = build_manager(env.client_config, flags, leader_election=False)

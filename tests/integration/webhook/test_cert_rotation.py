@@ -15,8 +15,8 @@ from controllers.webhooks import setup_webhooks
 from kuberay_py.client import ApiError
 from kuberay_py.clock import FakeClock
 from kuberay_py.envtest import Environment, WebhookInstallOptions
-from kuberay_py.webhook import WebhookServer, WebhookServerOptions
-from tests.integration.webhook.conftest import CRDS, WEBHOOK_MANIFESTS, sample
+from kuberay_py.webhook import WebhookServer
+from tests.integration.webhook.conftest import CRDS, WEBHOOK_MANIFESTS, sample, server_options
 from tests.polling import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -42,15 +42,7 @@ async def test_replaced_certificate_is_served_after_the_next_poll() -> None:
     options = WebhookInstallOptions(paths=[WEBHOOK_MANIFESTS])
     clock = FakeClock()
     async with Environment([CRDS], webhook_install_options=options) as env, env.new_client() as client:
-        server = WebhookServer(
-            WebhookServerOptions(
-                host=options.local_serving_host,
-                port=options.local_serving_port,
-                cert_dir=options.local_serving_cert_dir,
-                cert_reload_interval=10.0,
-            ),
-            clock=clock,
-        )
+        server = WebhookServer(server_options(options, cert_reload_interval=10.0), clock=clock)
         setup_webhooks(server)
         await server.start()
         try:

@@ -11,22 +11,15 @@ import pytest
 
 from controllers.constants import RAYCLUSTERS
 from controllers.webhooks import setup_webhooks
-from kuberay_py.client import ApiError, Client, NotFound, Resource
+from kuberay_py.client import ApiError, Client, NotFound
 from kuberay_py.envtest import Environment, WebhookInstallOptions
 from kuberay_py.envtest.webhookcerts import WebhookCA
-from kuberay_py.webhook import WebhookServer, WebhookServerOptions
-from tests.integration.webhook.conftest import CONFIGURATION, CRDS, WEBHOOK_MANIFESTS, sample
+from kuberay_py.envtest.webhooks import VALIDATING_WEBHOOK_CONFIGURATIONS
+from kuberay_py.webhook import WebhookServer
+from tests.integration.webhook.conftest import CONFIGURATION, CRDS, WEBHOOK_MANIFESTS, sample, server_options
 from tests.polling import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-CONFIGURATIONS = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "ValidatingWebhookConfiguration",
-    "validatingwebhookconfigurations",
-    namespaced=False,
-)
 
 
 async def _stored(client: Client, name: str) -> bool:
@@ -53,7 +46,7 @@ async def test_webhook_down_fail_refuses_and_ignore_admits() -> None:
         assert not await _stored(client, "no-webhook")
 
         await client.patch(
-            CONFIGURATIONS,
+            VALIDATING_WEBHOOK_CONFIGURATIONS,
             CONFIGURATION,
             [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}],
             patch_type="json",
@@ -76,21 +69,16 @@ async def test_webhook_down_fail_refuses_and_ignore_admits() -> None:
 async def test_a_certificate_from_another_ca_is_a_call_failure(tmp_path: Path) -> None:
     options = WebhookInstallOptions(paths=[WEBHOOK_MANIFESTS])
     async with Environment([CRDS], webhook_install_options=options) as env, env.new_client() as client:
-        server = WebhookServer(
-            WebhookServerOptions(
-                host=options.local_serving_host,
-                port=options.local_serving_port,
-                cert_dir=options.local_serving_cert_dir,
-            )
-        )
+        server = WebhookServer(server_options(options))
         setup_webhooks(server)
         await server.start()
         try:
-            other = WebhookCA(tmp_path / "other-ca", options.local_serving_host)
-            config = await client.get(CONFIGURATIONS, CONFIGURATION)
+            # Another name too: Go adds a hint to the error when an untrusted CA has the trusted one's name.
+            other = WebhookCA(tmp_path / "other-ca", options.local_serving_host, name="another-ca")
+            config = await client.get(VALIDATING_WEBHOOK_CONFIGURATIONS, CONFIGURATION)
             for hook in config["webhooks"]:
                 hook["clientConfig"]["caBundle"] = base64.b64encode(other.ca_data).decode()
-            await client.update(CONFIGURATIONS, config)
+            await client.update(VALIDATING_WEBHOOK_CONFIGURATIONS, config)
 
             async def refused_untrusted() -> str:
                 try:

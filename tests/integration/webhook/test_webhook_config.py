@@ -24,6 +24,7 @@ from controllers.cli.operator import webhooks_enabled
 from controllers.webhooks import WEBHOOK_PATHS
 from kuberay_py.client import Resource, resources
 from kuberay_py.envtest import Environment
+from kuberay_py.envtest.webhooks import VALIDATING_WEBHOOK_CONFIGURATIONS
 from kuberay_py.webhook import DEFAULT_CERT_DIR, DEFAULT_PORT
 from tests.integration.test_config_manifests import FIELD_MANAGER, default_install, kustomize_files
 from tests.integration.webhook.conftest import CRDS, environ
@@ -31,13 +32,6 @@ from tests.integration.webhook.conftest import CRDS, environ
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG = ROOT / "config"
 CERT_MANAGER_CRDS = str(ROOT / "tests" / "fixtures" / "cert-manager" / "crds.yaml")
-CONFIGURATIONS = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "ValidatingWebhookConfiguration",
-    "validatingwebhookconfigurations",
-    namespaced=False,
-)
 DEPLOYMENTS = Resource("apps", "v1", "Deployment", "deployments")
 CERTIFICATES = Resource("cert-manager.io", "v1", "Certificate", "certificates")
 ISSUERS = Resource("cert-manager.io", "v1", "Issuer", "issuers")
@@ -130,10 +124,10 @@ async def patched() -> AsyncIterator[dict[str, dict[str, Any]]]:
             DEPLOYMENTS, deployment["metadata"]["name"], manager_patch, ns, patch_type="strategic"
         )
         config = _one(WEBHOOK_DOCS, "ValidatingWebhookConfiguration")
-        await client.create(CONFIGURATIONS, config)
+        await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, config)
         injection = _docs(CONFIG / "default-with-webhooks" / "webhookcainjection_patch.yaml")[0]
         out["ValidatingWebhookConfiguration"] = await client.patch(
-            CONFIGURATIONS, config["metadata"]["name"], injection, patch_type="strategic"
+            VALIDATING_WEBHOOK_CONFIGURATIONS, config["metadata"]["name"], injection, patch_type="strategic"
         )
         for doc, res in (
             (_one(WEBHOOK_DOCS, "Service"), resources.SERVICES),

@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from controllers.constants import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from kuberay_py.client import ApiError, Client, NotFound
 from tests.integration.webhook.conftest import Operator, sample
+from tests.polling import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -70,22 +71,28 @@ async def test_a_raycluster_name_that_is_not_a_dns1035_label_is_refused(client: 
 
 
 async def test_a_valid_raycluster_is_stored_and_an_invalid_update_is_refused(client: Client) -> None:
-    created = await client.create(
-        RAYCLUSTERS, sample("ray-cluster.sample.yaml", name="valid-cluster"), "default"
-    )
+    body = sample("ray-cluster.sample.yaml", name="valid-cluster")
+    created = await client.create(RAYCLUSTERS, body, "default")
     assert created["metadata"]["name"] == "valid-cluster"
-    changed = copy.deepcopy(created)
-    changed["spec"]["workerGroupSpecs"].append(copy.deepcopy(changed["spec"]["workerGroupSpecs"][0]))
-    err = await _refused(client.update(RAYCLUSTERS, changed))
+    groups = created["spec"]["workerGroupSpecs"]
+
+    async def refused_update() -> ApiError | None:
+        # Read-modify-write; the operator's own writes can make a read stale (409), then read again.
+        current = await client.get(RAYCLUSTERS, "valid-cluster", "default")
+        current["spec"]["workerGroupSpecs"] = [*groups, copy.deepcopy(groups[0])]
+        err = await _refused(client.update(RAYCLUSTERS, current))
+        return None if err.status == 409 else err
+
+    err = await eventually(refused_update, "the update refused by the webhook", tolerate=())
     assert err.status == 422 and "worker group names must be unique" in err.message
     stored = await client.get(RAYCLUSTERS, "valid-cluster", "default")
-    assert len(stored["spec"]["workerGroupSpecs"]) == len(created["spec"]["workerGroupSpecs"])
+    assert len(stored["spec"]["workerGroupSpecs"]) == len(groups)
     # A patch is an update too.
     err = await _refused(
         client.patch(
             RAYCLUSTERS,
             "valid-cluster",
-            {"spec": {"workerGroupSpecs": changed["spec"]["workerGroupSpecs"]}},
+            {"spec": {"workerGroupSpecs": [*groups, copy.deepcopy(groups[0])]}},
             "default",
         )
     )

@@ -8,6 +8,7 @@ import base64
 import shutil
 import ssl
 from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -16,23 +17,17 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from kuberay_py.client import ApiError, NotFound, Resource
+from kuberay_py.client import ApiError, NotFound
 from kuberay_py.client import resources as r
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.apiserver.registry import ResourceType
 from kuberay_py.envtest.apiserver.webhookrules import AdmissionAttributes, hook_matches, rule_matches
 from kuberay_py.envtest.controlplane import free_port
 from kuberay_py.envtest.webhookcerts import WebhookCA
+from kuberay_py.envtest.webhooks import VALIDATING_WEBHOOK_CONFIGURATIONS
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
 
-CONFIGS = Resource(
-    "admissionregistration.k8s.io",
-    "v1",
-    "ValidatingWebhookConfiguration",
-    "validatingwebhookconfigurations",
-    namespaced=False,
-)
 CM = ResourceType("", "v1", "ConfigMap", "configmaps")
 NODES = ResourceType("", "v1", "Node", "nodes", namespaced=False)
 NAMESPACES = ResourceType("", "v1", "Namespace", "namespaces", namespaced=False)
@@ -110,22 +105,26 @@ def test_selectors() -> None:
 class Recorder:
     url: str
     ca: WebhookCA
+    port: int
     reviews: list[dict[str, Any]] = field(default_factory=list)
+    paths: list[str] = field(default_factory=list)
     answer: Callable[[dict[str, Any]], Any] = lambda req: {"uid": req["uid"], "allowed": True}
 
 
-@pytest_asyncio.fixture
-async def webhook(tmp_path: Path) -> AsyncIterator[Recorder]:
-    ca = WebhookCA(tmp_path / "ca")
-    ca.issue(tmp_path / "certs")
+@asynccontextmanager
+async def recording_webhook(work: Path, host: str = "127.0.0.1") -> AsyncIterator[Recorder]:
+    """A webhook at ``https://127.0.0.1:<port>/check`` with a certificate for ``host``."""
+    ca = WebhookCA(work / "ca", host)
+    ca.issue(work / "certs")
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(str(tmp_path / "certs" / "tls.crt"), str(tmp_path / "certs" / "tls.key"))
+    ctx.load_cert_chain(str(work / "certs" / "tls.crt"), str(work / "certs" / "tls.key"))
     port = free_port()
-    recorder = Recorder(f"https://127.0.0.1:{port}/check", ca)
+    recorder = Recorder(f"https://127.0.0.1:{port}/check", ca, port)
 
     async def handle(request: web.Request) -> web.Response:
         review = await request.json()
         recorder.reviews.append(review)
+        recorder.paths.append(request.path)
         answer = recorder.answer(review["request"])
         if isinstance(answer, web.Response):
             return answer
@@ -142,6 +141,12 @@ async def webhook(tmp_path: Path) -> AsyncIterator[Recorder]:
         yield recorder
     finally:
         await runner.cleanup()
+
+
+@pytest_asyncio.fixture
+async def webhook(tmp_path: Path) -> AsyncIterator[Recorder]:
+    async with recording_webhook(tmp_path) as recorder:
+        yield recorder
 
 
 def _config(recorder: Recorder, **hook: Any) -> dict[str, Any]:
@@ -180,7 +185,7 @@ async def _refused(coro: Any) -> ApiError:
 
 async def test_configuration_defaults_and_validation(webhook: Recorder) -> None:
     async with Environment() as env, env.new_client() as client:
-        stored = await client.create(CONFIGS, _config(webhook))
+        stored = await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, _config(webhook))
         [hook] = stored["webhooks"]
         assert (hook["failurePolicy"], hook["matchPolicy"], hook["timeoutSeconds"]) == (
             "Fail",
@@ -192,7 +197,7 @@ async def test_configuration_defaults_and_validation(webhook: Recorder) -> None:
         bad = _config(webhook, timeoutSeconds=31, clientConfig={"url": "http://127.0.0.1/x"})
         bad["metadata"]["name"] = "bad"
         del bad["webhooks"][0]["sideEffects"]
-        err = await _refused(client.create(CONFIGS, bad))
+        err = await _refused(client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, bad))
         assert err.status == 422
         assert {c["field"]: c["message"] for c in (err.body or {})["details"]["causes"]} == {
             "webhooks[0].sideEffects": "Required value: must specify one of None, NoneOnDryRun",
@@ -207,7 +212,7 @@ async def test_configuration_defaults_and_validation(webhook: Recorder) -> None:
 
 async def test_reviews_carry_the_stored_object_and_the_request(webhook: Recorder) -> None:
     async with Environment() as env, env.new_client() as client:
-        await client.create(CONFIGS, _config(webhook))
+        await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, _config(webhook))
         created = await client.create(
             r.CONFIGMAPS, {"metadata": {"generateName": "cm-"}, "data": {"a": "1"}}, "default"
         )
@@ -234,7 +239,7 @@ async def test_reviews_carry_the_stored_object_and_the_request(webhook: Recorder
 
 async def test_denials_and_bad_answers(webhook: Recorder) -> None:
     async with Environment() as env, env.new_client() as client:
-        await client.create(CONFIGS, _config(webhook))
+        await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, _config(webhook))
         body = {"metadata": {"name": "denied"}}
 
         webhook.answer = lambda req: {"uid": req["uid"], "allowed": False, "status": {"code": 200}}
@@ -270,27 +275,13 @@ async def test_denials_and_bad_answers(webhook: Recorder) -> None:
 
 
 async def test_service_reference_is_called_through_its_endpoints(tmp_path: Path) -> None:
-    ca = WebhookCA(tmp_path / "ca", "hooks.default.svc")
-    ca.issue(tmp_path / "certs")
-    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ctx.load_cert_chain(str(tmp_path / "certs" / "tls.crt"), str(tmp_path / "certs" / "tls.key"))
-    port = free_port()
-    seen: list[str] = []
-
-    async def handle(request: web.Request) -> web.Response:
-        review = await request.json()
-        seen.append(request.path)
-        response = {"uid": review["request"]["uid"], "allowed": False, "status": {"message": "via service"}}
-        return web.json_response(
-            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
-        )
-
-    app = web.Application()
-    app.router.add_post("/v", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", port, ssl_context=ctx).start()
-    try:
+    async with recording_webhook(tmp_path, "hooks.default.svc") as recorder:
+        recorder.answer = lambda req: {
+            "uid": req["uid"],
+            "allowed": False,
+            "status": {"message": "via service"},
+        }
+        port = recorder.port
         async with (
             Environment(server_options={"accept_loopback_endpoint_addresses": True}) as env,
             env.new_client() as client,
@@ -313,22 +304,20 @@ async def test_service_reference_is_called_through_its_endpoints(tmp_path: Path)
                 },
                 "default",
             )
-            config = _config(Recorder("", ca))
+            config = _config(recorder)
             config["webhooks"][0]["clientConfig"] = {
-                "service": {"name": "hooks", "namespace": "default", "path": "/v"},
-                "caBundle": base64.b64encode(ca.ca_data).decode(),
+                "service": {"name": "hooks", "namespace": "default", "path": "/check"},
+                "caBundle": base64.b64encode(recorder.ca.ca_data).decode(),
             }
-            await client.create(CONFIGS, config)
+            await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, config)
             err = await _refused(client.create(r.CONFIGMAPS, {"metadata": {"name": "x"}}, "default"))
             assert err.message == 'admission webhook "check.example.com" denied the request: via service'
-            assert seen == ["/v"]
-    finally:
-        await runner.cleanup()
+            assert recorder.paths == ["/check"]
 
 
 async def test_dry_run_reaches_the_webhook_flagged_and_stores_nothing(webhook: Recorder) -> None:
     async with Environment() as env, env.new_client() as client:
-        await client.create(CONFIGS, _config(webhook))
+        await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, _config(webhook))
         await client.create(r.CONFIGMAPS, {"metadata": {"name": "dry"}}, "default", dry_run=True)
         assert webhook.reviews[-1]["request"]["dryRun"] is True
         with pytest.raises(NotFound):
