@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 ADMISSION_V1 = "admission.k8s.io/v1"
+# v1beta1 has the same fields; a review comes back in the version it was asked in.
+ADMISSION_VERSIONS = (ADMISSION_V1, "admission.k8s.io/v1beta1")
 # controller-runtime's cap on a request body: kube-apiserver's own 3 MiB object limit, plus room
 # for the old object on an update and the review around them.
 MAX_REQUEST_BYTES = 7 * 1024 * 1024
@@ -42,6 +44,7 @@ class AdmissionRequest:
     """The ``request`` of an AdmissionReview; :attr:`raw` keeps every field for handlers."""
 
     raw: dict[str, Any]
+    api_version: str = ADMISSION_V1  # the review's, for the answer
 
     @property
     def uid(self) -> str:
@@ -101,8 +104,11 @@ Handler = Callable[[AdmissionRequest], Awaitable[AdmissionResponse]]
 
 
 def allowed(message: str = "") -> AdmissionResponse:
-    """Let the request through (``200``; an optional message goes into the result)."""
-    return AdmissionResponse(True, {"metadata": {}, "code": 200, "message": message} if message else None)
+    """Let the request through (a ``200`` result, with ``message`` if given), as controller-runtime."""
+    result: dict[str, Any] = {"metadata": {}, "code": 200}
+    if message:
+        result["message"] = message
+    return AdmissionResponse(True, result)
 
 
 def denied(message: str) -> AdmissionResponse:
@@ -143,7 +149,7 @@ def decode_review(body: bytes, content_type: str) -> AdmissionRequest:
     if not isinstance(doc, dict):
         raise ReviewError(400, "couldn't decode the AdmissionReview: not a JSON object")
     kind, api_version = doc.get("kind"), doc.get("apiVersion")
-    if (kind, api_version) != ("AdmissionReview", ADMISSION_V1):
+    if kind != "AdmissionReview" or api_version not in ADMISSION_VERSIONS:
         raise ReviewError(
             400,
             f"expected {ADMISSION_V1}, Kind=AdmissionReview, got apiVersion={api_version!r} kind={kind!r}",
@@ -151,8 +157,8 @@ def decode_review(body: bytes, content_type: str) -> AdmissionRequest:
     request = doc.get("request")
     if not isinstance(request, dict):
         raise ReviewError(400, "the AdmissionReview has no request")
-    return AdmissionRequest(request)
+    return AdmissionRequest(request, str(api_version))
 
 
-def encode_review(response: AdmissionResponse) -> bytes:
-    return orjson.dumps({"kind": "AdmissionReview", "apiVersion": ADMISSION_V1, "response": response.body()})
+def encode_review(response: AdmissionResponse, api_version: str = ADMISSION_V1) -> bytes:
+    return orjson.dumps({"kind": "AdmissionReview", "apiVersion": api_version, "response": response.body()})

@@ -27,8 +27,14 @@ log = get_logger(__name__)
 
 
 class CertWatcher:
-    def __init__(self, cert_file: str | Path, key_file: str | Path, *, interval: float = 10.0,
-                 clock: Clock | None = None) -> None:
+    def __init__(
+        self,
+        cert_file: str | Path,
+        key_file: str | Path,
+        *,
+        interval: float = 10.0,
+        clock: Clock | None = None,
+    ) -> None:
         self.cert_file = Path(cert_file)
         self.key_file = Path(key_file)
         self.interval = interval
@@ -77,8 +83,11 @@ class CertWatcher:
                 return False
             self._current = self._loaded()
         except (OSError, ssl.SSLError) as err:
-            log.error("serving certificate not reloaded, keeping the previous one",
-                      cert=str(self.cert_file), error=str(err))
+            log.error(
+                "serving certificate not reloaded, keeping the previous one",
+                cert=str(self.cert_file),
+                error=str(err),
+            )
             return False
         self._digest = digest
         self.reloads += 1

@@ -88,7 +88,9 @@ class WebhookServer:
         self, path: str, handler: Handler
     ) -> Callable[[web.Request], Coroutine[Any, Any, web.Response]]:
         latency, total, in_flight = (
-            REQUEST_LATENCY.labels(webhook=path), REQUEST_TOTAL, REQUESTS_IN_FLIGHT.labels(webhook=path)
+            REQUEST_LATENCY.labels(webhook=path),
+            REQUEST_TOTAL,
+            REQUESTS_IN_FLIGHT.labels(webhook=path),
         )
 
         async def serve(request: web.Request) -> web.Response:
@@ -119,19 +121,25 @@ class WebhookServer:
             log.error("admission handler failed", path=request.path, uid=req.uid, exc_info=err)
             response = errored(500, str(err))
         response.uid = req.uid
-        return _review_response(encode_review(response))
+        return _review_response(encode_review(response, req.api_version))
 
     async def start(self) -> None:
         opts = self.options
         cert_dir = Path(opts.cert_dir)
-        self.certs = CertWatcher(cert_dir / opts.cert_name, cert_dir / opts.key_name,
-                                 interval=opts.cert_reload_interval, clock=self._clock)
+        self.certs = CertWatcher(
+            cert_dir / opts.cert_name,
+            cert_dir / opts.key_name,
+            interval=opts.cert_reload_interval,
+            clock=self._clock,
+        )
         self.certs.load()
-        self._runner = web.AppRunner(self._app(), access_log=None, handle_signals=False,
-                                     shutdown_timeout=opts.shutdown_timeout)
+        self._runner = web.AppRunner(
+            self._app(), access_log=None, handle_signals=False, shutdown_timeout=opts.shutdown_timeout
+        )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, opts.host or None, opts.port, ssl_context=self.certs.context,
-                           reuse_address=True)
+        site = web.TCPSite(
+            self._runner, opts.host or None, opts.port, ssl_context=self.certs.context, reuse_address=True
+        )
         try:
             await site.start()
         except OSError as err:
@@ -144,8 +152,9 @@ class WebhookServer:
                 self.port = int(addr[1])
                 break
         self._watch = asyncio.create_task(self.certs.watch(), name="webhook-certwatcher")
-        log.info("serving webhook server", host=opts.host, port=self.port, cert_dir=opts.cert_dir,
-                 paths=self.paths)
+        log.info(
+            "serving webhook server", host=opts.host, port=self.port, cert_dir=opts.cert_dir, paths=self.paths
+        )
 
     async def stop(self) -> None:
         if self._watch is not None:

@@ -72,12 +72,25 @@ def validating_handler(validator: Validator) -> Handler:
         try:
             return _check(validator, req)
         except StatusError as err:
-            log.info("admission denied", kind=validator.kind, name=req.name, namespace=req.namespace,
-                     operation=req.operation, reason=err.status.get("reason"), message=str(err))
+            log.info(
+                "admission denied",
+                kind=validator.kind,
+                name=req.name,
+                namespace=req.namespace,
+                operation=req.operation,
+                reason=err.status.get("reason"),
+                message=str(err),
+            )
             return from_status(err.status)
         except Exception as err:
-            log.info("admission denied", kind=validator.kind, name=req.name, namespace=req.namespace,
-                     operation=req.operation, message=str(err))
+            log.info(
+                "admission denied",
+                kind=validator.kind,
+                name=req.name,
+                namespace=req.namespace,
+                operation=req.operation,
+                message=str(err),
+            )
             return denied(str(err))
 
     return handle

@@ -5,6 +5,7 @@ AdmissionReview answered with the request's uid, unreadable requests answered as
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,6 +27,7 @@ from kuberay_py.webhook import (
     denied,
 )
 from kuberay_py.webhook.admission import MAX_REQUEST_BYTES
+from tests.polling import eventually
 
 CLUSTER = "/validate-ray-io-v1-raycluster"
 
@@ -88,8 +90,18 @@ async def test_an_allowed_review_echoes_the_uid(server: tuple[WebhookServer, aio
     assert doc == {
         "kind": "AdmissionReview",
         "apiVersion": "admission.k8s.io/v1",
-        "response": {"uid": "abc-123", "allowed": True},
+        "response": {"uid": "abc-123", "allowed": True, "status": {"metadata": {}, "code": 200}},
     }
+
+
+async def test_a_v1beta1_review_is_answered_in_v1beta1(
+    server: tuple[WebhookServer, aiohttp.ClientSession],
+) -> None:
+    doc = orjson.loads(_review("b-1"))
+    doc["apiVersion"] = "admission.k8s.io/v1beta1"
+    status, answer = await _post(server, CLUSTER, orjson.dumps(doc))
+    assert status == 200 and answer["apiVersion"] == "admission.k8s.io/v1beta1"
+    assert answer["response"]["uid"] == "b-1" and answer["response"]["allowed"] is True
 
 
 async def test_an_invalid_object_is_denied_with_the_invalid_status(
@@ -125,10 +137,10 @@ async def test_a_denied_response_is_forbidden(server: tuple[WebhookServer, aioht
         (b"{}", "text/plain", 400, "contentType=text/plain, expected application/json"),
         (b"{nope", "application/json", 400, "couldn't decode the AdmissionReview: "),
         (
-            b'{"apiVersion": "admission.k8s.io/v1beta1", "kind": "AdmissionReview", "request": {}}',
+            b'{"apiVersion": "admission.k8s.io/v2", "kind": "AdmissionReview", "request": {}}',
             "application/json",
             400,
-            "expected admission.k8s.io/v1, Kind=AdmissionReview, got apiVersion='admission.k8s.io/v1beta1'",
+            "expected admission.k8s.io/v1, Kind=AdmissionReview, got apiVersion='admission.k8s.io/v2'",
         ),
         (b" " * (MAX_REQUEST_BYTES + 1), "application/json", 413, "request entity is too large; limit is "),
     ],
@@ -198,3 +210,50 @@ def test_duplicate_paths_are_refused() -> None:
     setup_webhooks(srv)
     with pytest.raises(ValueError, match="duplicate path"):
         srv.register(CLUSTER, _deny)
+
+
+async def test_stop_lets_a_review_in_flight_finish_and_then_refuses_connections(tmp_path: Path) -> None:
+    ca = WebhookCA(tmp_path / "ca")
+    ca.issue(tmp_path / "certs")
+    entered, release = asyncio.Event(), asyncio.Event()
+
+    async def slow(req: AdmissionRequest) -> AdmissionResponse:
+        entered.set()
+        await release.wait()
+        return denied("finished after stop began")
+
+    srv = WebhookServer(
+        WebhookServerOptions(host="127.0.0.1", port=free_port(), cert_dir=str(tmp_path / "certs"))
+    )
+    srv.register("/slow", slow)
+    await srv.start()
+    url = srv.url
+    ctx = ssl.create_default_context(cadata=ca.ca_data.decode())
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(ssl=ctx, force_close=True)) as session:
+
+        async def call() -> dict[str, Any]:
+            async with session.post(
+                f"{url}/slow", data=_review(), headers={"Content-Type": "application/json"}
+            ) as r:
+                return dict(await r.json())
+
+        in_flight = asyncio.create_task(call())
+        await entered.wait()
+        stopping = asyncio.create_task(srv.stop())
+        port = int(url.rsplit(":", 1)[1])
+
+        async def listener_closed() -> bool:
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", port)
+            except ConnectionRefusedError:
+                return True
+            writer.close()
+            return False
+
+        await eventually(listener_closed, "the listener closed while a review is in flight", tolerate=())
+        release.set()
+        answer = await in_flight
+        await stopping
+        assert answer["response"]["status"]["message"] == "finished after stop began"
+        with pytest.raises(aiohttp.ClientConnectionError):
+            await call()
