@@ -3,8 +3,8 @@
 The checks receive the decoded objects and either return warnings or raise: a
 :class:`~kuberay_py.webhook.fielderrors.StatusError` is answered with its own status (so an
 ``Invalid`` keeps its 422 and causes), any other exception with ``403 Forbidden`` and its text.
-Deletes are let through unless the validator has a delete check. Requests for another kind get
-``400``: the webhook configuration routes the wrong resource here.
+Deletes are let through unless the validator has a delete check, CONNECT requests always.
+Requests for another kind get ``400``: the webhook configuration routes the wrong resource here.
 """
 
 from __future__ import annotations
@@ -52,7 +52,9 @@ def _check(validator: Validator, req: AdmissionRequest) -> AdmissionResponse:
         if old is None:
             return errored(400, "there is no content to decode")
         return allowed_with(validator.validate_delete(old))
-    return errored(400, f"unknown operation {req.operation!r}")
+    if req.operation == "CONNECT":  # nothing to validate, as controller-runtime
+        return allowed()
+    return errored(400, f'unknown operation "{req.operation}"')
 
 
 def allowed_with(warnings: list[str]) -> AdmissionResponse:

@@ -181,6 +181,15 @@ async def test_a_review_for_another_kind_is_a_bad_request(
     assert doc["response"]["status"]["message"] == "expected RayCluster.ray.io, got RayJob.ray.io"
 
 
+async def test_connect_is_allowed_and_unknown_operations_are_bad_requests(
+    server: tuple[WebhookServer, aiohttp.ClientSession],
+) -> None:
+    _, doc = await _post(server, CLUSTER, _review(operation="CONNECT"))
+    assert doc["response"]["allowed"] is True
+    _, doc = await _post(server, CLUSTER, _review(operation="PATCH"))
+    assert doc["response"]["status"] == {"metadata": {}, "code": 400, "message": 'unknown operation "PATCH"'}
+
+
 async def test_unknown_paths_and_methods(server: tuple[WebhookServer, aiohttp.ClientSession]) -> None:
     srv, session = server
     async with session.post(f"{srv.url}/validate-nothing", data=_review()) as resp:
