@@ -29,7 +29,13 @@ from .admission import MAX_REQUEST_BYTES, Handler, ReviewError, decode_review, e
 from .certwatcher import CertWatcher
 from .metrics import REQUEST_LATENCY, REQUEST_TOTAL, REQUESTS_IN_FLIGHT
 
-__all__ = ["DEFAULT_CERT_DIR", "DEFAULT_PORT", "WebhookServer", "WebhookServerOptions"]
+__all__ = [
+    "DEFAULT_CERT_DIR",
+    "DEFAULT_PORT",
+    "WebhookCertificateError",
+    "WebhookServer",
+    "WebhookServerOptions",
+]
 
 log = get_logger(__name__)
 
@@ -48,6 +54,10 @@ class WebhookServerOptions:
     key_name: str = "tls.key"
     cert_reload_interval: float = 10.0
     shutdown_timeout: float = 30.0
+
+
+class WebhookCertificateError(RuntimeError):
+    """The serving pair is missing or unusable: the server cannot start."""
 
 
 class WebhookServer:
@@ -132,7 +142,13 @@ class WebhookServer:
             interval=opts.cert_reload_interval,
             clock=self._clock,
         )
-        self.certs.load()
+        try:
+            self.certs.load()
+        except (OSError, ssl.SSLError) as err:
+            raise WebhookCertificateError(
+                f"webhook server cannot load its serving certificate ({err}); it needs {opts.cert_name} and "
+                f"{opts.key_name} in {opts.cert_dir} (docs/webhooks.md)"
+            ) from err
         self._runner = web.AppRunner(
             self._app(), access_log=None, handle_signals=False, shutdown_timeout=opts.shutdown_timeout
         )

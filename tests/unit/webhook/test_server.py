@@ -27,6 +27,7 @@ from kuberay_py.webhook import (
     denied,
 )
 from kuberay_py.webhook.admission import MAX_REQUEST_BYTES
+from kuberay_py.webhook.server import WebhookCertificateError
 from tests.polling import eventually
 
 CLUSTER = "/validate-ray-io-v1-raycluster"
@@ -206,6 +207,13 @@ async def test_started_checker_and_plain_http(server: tuple[WebhookServer, aioht
         with pytest.raises(aiohttp.ClientError):
             async with plain.post(srv.url.replace("https://", "http://") + CLUSTER, data=_review()):
                 pass
+
+
+async def test_start_without_a_certificate_says_where_it_looked(tmp_path: Path) -> None:
+    srv = WebhookServer(WebhookServerOptions(host="127.0.0.1", port=0, cert_dir=str(tmp_path)))
+    with pytest.raises(WebhookCertificateError, match=f"needs tls.crt and tls.key in {tmp_path}"):
+        await srv.start()
+    assert srv.url is None
 
 
 async def test_started_checker_fails_before_start() -> None:
