@@ -47,24 +47,34 @@ def _default(hook: dict[str, Any]) -> None:
         service.setdefault("port", 443)
 
 
+_URL_FORM = "; desired format: https://host[/path]"
+
+
+def _url_problems(path: str, url: str) -> list[Cause]:
+    """kube's ValidateWebhookURL (https forced): each problem names the offending part."""
+    parts = urlsplit(url)
+    causes = []
+    if parts.scheme != "https":
+        causes.append(invalid(path, parts.scheme, "'https' is the only allowed URL scheme" + _URL_FORM))
+    if not parts.netloc:
+        causes.append(invalid(path, "", "host must be provided" + _URL_FORM))
+    if parts.username is not None:
+        user = parts.username + (":xxxxx" if parts.password is not None else "")
+        causes.append(invalid(path, user, "user information is not permitted in the URL"))
+    if parts.fragment:
+        causes.append(invalid(path, parts.fragment, "fragments are not permitted in the URL"))
+    if parts.query:
+        causes.append(invalid(path, parts.query, "query parameters are not permitted in the URL"))
+    return causes
+
+
 def _client_config_problems(path: str, config: Any) -> list[Cause]:
     config = config if isinstance(config, dict) else {}
     url, service = config.get("url"), config.get("service")
     if (url is None) == (service is None):
         return [required(path, "exactly one of url or service is required")]
     if url is not None:
-        parts = urlsplit(str(url))
-        if parts.scheme != "https":
-            return [invalid(f"{path}.url", url, "'https' is the only allowed URL scheme")]
-        if not parts.hostname:
-            return [invalid(f"{path}.url", url, "host must be specified")]
-        if parts.username or parts.password:
-            return [invalid(f"{path}.url", url, "user information is not permitted in the URL")]
-        if parts.fragment or parts.query:
-            return [
-                invalid(f"{path}.url", url, "fragments and query parameters are not permitted in the URL")
-            ]
-        return []
+        return _url_problems(f"{path}.url", str(url))
     causes = []
     for key in ("name", "namespace"):
         if not service.get(key):
