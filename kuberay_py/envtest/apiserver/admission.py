@@ -200,7 +200,9 @@ class ValidatingAdmission:
         base, server_name = self._target(config)
         url = f"{base}?timeout={timeout}s"
         if self._session is None or self._session.closed:
-            self._session = aiohttp.ClientSession()
+            # A connection per call: a webhook server restarted on the same port (tests do that) must
+            # not meet a stale pooled connection, and every call sees the current certificate.
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(force_close=True))
         failure = f'failed to call webhook: Post "{url}"'
         try:
             async with self._session.post(
