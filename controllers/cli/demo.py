@@ -306,7 +306,11 @@ async def _run_with_operator(
         if not no_operator:
             # Leader election on, in the embedded cluster's default namespace, as a Deployment runs
             # it: the demo exports the same leader_election_* series the dashboard and alerts read.
-            flags = dataclasses.replace(flags, leader_election_namespace=DEMO_NAMESPACE)
+            # No admission webhooks: the embedded cluster installs no webhook configuration and has no
+            # serving certificate, so an ENABLE_WEBHOOKS=true left in the shell must not stop the demo.
+            flags = dataclasses.replace(
+                flags, leader_election_namespace=DEMO_NAMESPACE, enable_webhooks=False
+            )
             flags = _free_default_ports(flags, out)
             manager = build_manager(env.client_config, flags, leader_election=True)
 
