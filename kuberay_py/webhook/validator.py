@@ -73,26 +73,19 @@ def validating_handler(validator: Validator) -> Handler:
             return errored(400, f"expected {validator.kind}.{validator.group}, got {got}")
         try:
             return _check(validator, req)
-        except StatusError as err:
-            log.info(
-                "admission denied",
-                kind=validator.kind,
-                name=req.name,
-                namespace=req.namespace,
-                operation=req.operation,
-                reason=err.status.get("reason"),
-                message=str(err),
-            )
-            return from_status(err.status)
         except Exception as err:
+            # An APIStatus error keeps its status (an Invalid its 422 and causes); others are 403.
+            response = from_status(err.status) if isinstance(err, StatusError) else denied(str(err))
+            assert response.result is not None
             log.info(
                 "admission denied",
                 kind=validator.kind,
                 name=req.name,
                 namespace=req.namespace,
                 operation=req.operation,
+                code=response.result.get("code"),
                 message=str(err),
             )
-            return denied(str(err))
+            return response
 
     return handle
