@@ -14,6 +14,9 @@ approval performs the write. Outcomes, worded as kube-apiserver words them:
   ...``; with ``Ignore`` the request goes on;
 * a dry run sent to a webhook whose ``sideEffects`` is not None/NoneOnDryRun: 400.
 
+Warnings in a webhook's answer reach the client as ``Warning: 299 - "<text>"`` headers, as
+kube-apiserver sends them (:data:`admission_warnings` collects them for the request).
+
 ``clientConfig.url`` is called as given; ``clientConfig.service`` through the Service's ready
 endpoints, with the certificate checked for ``<service>.<namespace>.svc``.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextvars
 import ssl
 from collections.abc import Callable
 from dataclasses import replace
@@ -39,9 +43,28 @@ from .services_proxy import ServiceProxy
 from .webhookconfig import WEBHOOK_CONFIG_KEY
 from .webhookrules import AdmissionAttributes, hook_matches
 
-__all__ = ["AdmissionAttributes", "ValidatingAdmission", "admitted_delete", "admitted_write"]
+__all__ = [
+    "AdmissionAttributes",
+    "ValidatingAdmission",
+    "admission_warnings",
+    "admitted_delete",
+    "admitted_write",
+    "warning_header",
+]
 
 log = structlog.get_logger("kuberay_py.envtest.apiserver.admission")
+
+# The webhooks' warnings for the request being served (the HTTP layer sets a list per request).
+admission_warnings: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "envtest_admission_warnings", default=None
+)
+
+
+def warning_header(text: str) -> str:
+    """``299 - "text"`` with ``"`` and ``\\`` escaped (apimachinery's NewWarningHeader)."""
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"')
+    return f'299 - "{escaped}"'
+
 
 _OPTIONS_KIND = {"CREATE": "CreateOptions", "UPDATE": "UpdateOptions", "DELETE": "DeleteOptions"}
 
@@ -134,6 +157,9 @@ class ValidatingAdmission:
                 return None
             log.warning("failed calling webhook, failing closed", webhook=name, error=str(err))
             return StatusError.internal(message)
+        sink = admission_warnings.get()
+        if sink is not None:
+            sink.extend(w for w in result.get("warnings") or [] if isinstance(w, str) and w not in sink)
         if result.get("allowed") is True:
             return None
         return _denial(name, result.get("status"))

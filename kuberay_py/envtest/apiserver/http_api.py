@@ -18,7 +18,14 @@ from aiohttp import web
 
 from . import discovery, openapi, tables
 from .access import AccessControl, current_user
-from .admission import AdmissionAttributes, ValidatingAdmission, admitted_delete, admitted_write
+from .admission import (
+    AdmissionAttributes,
+    ValidatingAdmission,
+    admission_warnings,
+    admitted_delete,
+    admitted_write,
+    warning_header,
+)
 from .apply import server_side_apply
 from .authn import ADMIN
 from .core import ApiCore
@@ -112,6 +119,8 @@ class ApiHandler:
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         verb, resource, namespace = "unknown", "", None
+        warnings: list[str] = []
+        admission_warnings.set(warnings)  # this request's task only
         try:
             if self.settings.access is not None:
                 self.settings.access.check(request.method, request.path, request.query, request.headers)
@@ -140,6 +149,8 @@ class ApiHandler:
         except Exception as e:  # a bug here must not take the server down
             log.exception("apiserver.internal_error", method=request.method, path=request.path)
             resp = error_response(StatusError.internal(f"{type(e).__name__}: {e}"))
+        for text in warnings:
+            resp.headers.add("Warning", warning_header(text))
         self.log.add(
             RequestRecord(
                 request.method, request.path, request.query_string, verb, resource, namespace, resp.status

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 import pytest_asyncio
 from aiohttp import web
@@ -324,3 +325,32 @@ async def test_dry_run_reaches_the_webhook_flagged_and_stores_nothing(webhook: R
         assert webhook.reviews[-1]["request"]["dryRun"] is True
         with pytest.raises(NotFound):
             await client.get(r.CONFIGMAPS, "dry", "default")
+
+
+async def _raw_create(env: Environment, path: str, body: dict[str, Any]) -> tuple[int, list[str]]:
+    """POST with the environment's credentials; the status and the Warning headers."""
+    cfg = await env.kube_configuration()
+    ctx = None
+    if cfg.host.startswith("https"):
+        ctx = ssl.create_default_context(cafile=cfg.ssl_ca_cert)
+        if cfg.cert_file:
+            ctx.load_cert_chain(cfg.cert_file, cfg.key_file)
+    headers = {"Content-Type": "application/json"}
+    if cfg.api_key.get("authorization"):
+        headers["Authorization"] = cfg.api_key["authorization"]
+    async with (
+        aiohttp.ClientSession() as http,
+        http.post(f"{cfg.host}{path}", json=body, headers=headers, ssl=ctx if ctx else False) as resp,
+    ):
+        return resp.status, resp.headers.getall("Warning", [])
+
+
+async def test_webhook_warnings_reach_the_client_as_warning_headers(webhook: Recorder) -> None:
+    webhook.answer = lambda req: {"uid": req["uid"], "allowed": True, "warnings": ['mind the "gap"', "twice"]}
+    async with Environment() as env, env.new_client() as client:
+        await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, _config(webhook))
+        status, warnings = await _raw_create(
+            env, "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "warned"}}
+        )
+        assert status == 201
+        assert warnings == ['299 - "mind the \\"gap\\""', '299 - "twice"']
