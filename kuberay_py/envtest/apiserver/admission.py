@@ -109,23 +109,9 @@ class ValidatingAdmission:
 
     def may_apply(self, attrs: AdmissionAttributes) -> bool:
         """Whether some webhook could match, before the object is known (saves the dry run)."""
-        if not self._configurations():
-            return False
-        bare = AdmissionAttributes(
-            attrs.rt,
-            attrs.operation,
-            attrs.namespace,
-            attrs.name,
-            attrs.subresource,
-            None,
-            None,
-            attrs.dry_run,
-        )
-        namespace_obj = (
-            self.core.storage.get(("", "namespaces"), "", attrs.namespace) if attrs.namespace else None
-        )
+        bare = replace(attrs, obj=None, old=None)
         return any(
-            hook_matches({**hook, "objectSelector": {}, "namespaceSelector": {}}, bare, namespace_obj)
+            hook_matches({**hook, "objectSelector": {}, "namespaceSelector": {}}, bare, None)
             for config in self._configurations()
             for hook in config.get("webhooks") or []
         )
