@@ -24,6 +24,10 @@ release on shutdown and no transition counter. client-go's rules, kept exactly h
 
 The timers run on an injected :class:`~kuberay_py.clock.Clock`, so unit tests step through
 lease expiry on virtual time with a fake lock.
+
+Each successful renewal is announced to the listeners given to
+:meth:`LeaderElector.add_renew_listener`: the one place where "the Lease was just renewed" is
+known, so a metric, a liveness signal or a test can follow renewals without polling the Lease.
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ __all__ = [
     "LeaderElectionRecord",
     "LeaderElector",
     "LockNotFound",
+    "RenewListener",
     "ResourceLock",
 ]
 
@@ -69,6 +74,8 @@ SLOWPATH_TOTAL = Counter(
 )
 
 T = TypeVar("T")
+
+RenewListener = Callable[["LeaderElectionRecord"], None]
 
 
 @dataclass(frozen=True)
@@ -156,6 +163,7 @@ class LeaderElector:
         self.next_attempt_at: float | None = None  # set while sleeping between attempts (for tests)
         self.attempts = 0
         self._reported_leader = ""
+        self._renew_listeners: list[RenewListener] = []
         MASTER_STATUS.labels(name=name).set(0)
 
     # -- state ---------------------------------------------------------------------------------
@@ -170,6 +178,31 @@ class LeaderElector:
     def leader(self) -> str:
         """The holder this candidate last observed ("" if none)."""
         return self.observed_record.holder_identity
+
+    def add_renew_listener(self, listener: RenewListener) -> Callable[[], None]:
+        """Call ``listener`` with the written record after each successful renewal; returns its
+        remover.
+
+        Renewals only, not the first acquisition: what a listener learns is "this leader still
+        holds the Lease", e.g. for a renewal metric or a watchdog. It runs on the elector's loop,
+        which is the Lease's own thread when the manager runs one, so it must be quick and
+        thread-safe (set a ``threading.Event``, increment a counter); an exception it raises is
+        logged and does not affect the renewal.
+        """
+        self._renew_listeners.append(listener)
+
+        def remove() -> None:
+            if listener in self._renew_listeners:
+                self._renew_listeners.remove(listener)
+
+        return remove
+
+    def _announce_renewal(self) -> None:
+        for listener in list(self._renew_listeners):
+            try:
+                listener(self.observed_record)
+            except Exception as err:  # a listener's bug must not cost the lease
+                log.error("renew listener failed", lease=self.lock.describe(), error=str(err))
 
     def _is_lease_valid(self, now: float) -> bool:
         return self.observed_time + self.observed_record.lease_duration_seconds > now
@@ -312,6 +345,7 @@ class LeaderElector:
             while True:  # client-go's PollUntilContextTimeout(retryPeriod, renewDeadline, immediate)
                 if await self.try_acquire_or_renew(deadline):
                     renewed = True
+                    self._announce_renewal()
                     break
                 if self.clock.now() + self.retry_period >= deadline:
                     await self._sleep(max(0.0, deadline - self.clock.now()))

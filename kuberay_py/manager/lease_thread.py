@@ -12,8 +12,10 @@ The elector's coroutines (acquire, hold, release) run on this loop with a client
 (an aiohttp session belongs to one loop); the manager awaits them through
 :meth:`LeaseThread.run`, and cancelling that await cancels the coroutine on the thread, so the
 manager's cancel scopes work as before. The elector's state (``is_leader``, the observed record)
-is plain attributes read under the GIL. Only the real clock can be shared between loops, so a
-manager on an injected virtual clock keeps the elector on its own loop (see ``Manager``).
+is plain attributes read under the GIL; its renew listeners (``add_renew_listener``) are called
+on this thread, which is how a caller learns of renewals while its own loop is busy. Only the
+real clock can be shared between loops, so a manager on an injected virtual clock keeps the
+elector on its own loop (see ``Manager``).
 """
 
 from __future__ import annotations

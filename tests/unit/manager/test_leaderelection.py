@@ -10,7 +10,7 @@ import pytest
 from prometheus_client import REGISTRY
 
 from kuberay_py.clock import FakeClock, settle
-from kuberay_py.manager.leaderelection import LeaderElector
+from kuberay_py.manager.leaderelection import LeaderElectionRecord, LeaderElector
 
 from .fakes import FakeLock, LeaseStore
 
@@ -96,6 +96,33 @@ async def test_leader_renews_every_retry_period_keeping_acquire_time(tasks: list
     assert all(r.acquire_time == acquired.acquire_time for r in renewals)
     assert renewals[-1].renew_time == clock.utcnow()
     assert all(r.leader_transitions == 0 for r in renewals)
+
+
+async def test_renew_listeners_hear_each_renewal_with_the_written_record(
+    tasks: list[asyncio.Task[None]],
+) -> None:
+    clock, store = FakeClock(), LeaseStore()
+    a = _elector(store, "a", clock)
+    heard: list[LeaderElectionRecord] = []
+    remove = a.add_renew_listener(heard.append)
+
+    def broken(record: LeaderElectionRecord) -> None:
+        raise RuntimeError("a listener's bug")
+
+    a.add_renew_listener(broken)
+    await a.acquire()
+    assert heard == []  # acquiring is not renewing
+    _spawn(tasks, a.hold())
+    await settle()
+    await clock.advance(2.0)
+    await clock.advance(2.0)
+    renewals = [r for who, r in store.writes if who == "a"][1:]
+    assert len(renewals) == 3  # at once, then after each retry period
+    assert heard == renewals
+    remove()
+    await clock.advance(2.0)
+    assert len(heard) == 3 and len(store.writes) == 5
+    assert a.is_leader()  # the broken listener cost nothing
 
 
 async def test_candidate_waits_for_the_lease_to_expire_by_its_own_observation(
