@@ -7,6 +7,10 @@ from typing import Any
 
 from kubernetes_asyncio.client.rest import ApiException
 
+from kuberay_py.client import Client, NotFound
+from kuberay_py.client import resources as r
+from tests.polling import eventually
+
 
 def status_of(exc: ApiException) -> dict[str, Any]:
     """The ``Status`` body of a failed kubernetes_asyncio call."""
@@ -43,3 +47,31 @@ def configmap(
         "metadata": {"name": name, "labels": labels or {}},
         "data": data or {},
     }
+
+
+def job(name: str) -> dict[str, Any]:
+    """A batch/v1 Job of one busybox container that never restarts (the smallest valid Job)."""
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "template": {
+                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}
+            }
+        },
+    }
+
+
+async def wait_crd_gone(k8s: Client, name: str) -> None:
+    """Wait until the CRD ``name`` is gone: its deletion finishes once apiextensions' finalizer
+    has deleted every custom resource, asynchronously on a real kube-apiserver."""
+
+    async def gone() -> bool:
+        try:
+            await k8s.get(r.CRDS, name)
+        except NotFound:
+            return True
+        return False
+
+    await eventually(gone, f"CRD {name} removed", tolerate=())

@@ -10,7 +10,7 @@ import pytest
 from kuberay_py.client import ApiError, Client, Invalid, Resource
 from kuberay_py.client import resources as r
 
-from .helpers import pod
+from .helpers import job, pod
 
 
 def bodies(ns: str) -> list[tuple[Resource, dict[str, Any]]]:
@@ -85,20 +85,7 @@ def bodies(ns: str) -> list[tuple[Resource, dict[str, Any]]]:
                 "spec": {"defaultBackend": {"service": {"name": "k-svc", "port": {"number": 80}}}},
             },
         ),
-        (
-            r.JOBS,
-            {
-                "metadata": {"name": "k-job"},
-                "spec": {
-                    "template": {
-                        "spec": {
-                            "restartPolicy": "Never",
-                            "containers": [{"name": "c", "image": "busybox:1.36"}],
-                        }
-                    }
-                },
-            },
-        ),
+        (r.JOBS, job("k-job")),
     ]
 
 
@@ -126,17 +113,7 @@ async def test_every_listed_kind_round_trips(k8s: Client, namespace: str) -> Non
 
 async def test_a_job_gets_a_generated_selector_and_labels(k8s: Client, namespace: str) -> None:
     """The Job strategy: a selector on the Job's UID, labels on its template and on the Job."""
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "labelled"},
-        "spec": {
-            "template": {
-                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}
-            }
-        },
-    }
-    created = await k8s.create(r.JOBS, job, namespace)
+    created = await k8s.create(r.JOBS, job("labelled"), namespace)
     uid = created["metadata"]["uid"]
     expected = {
         "batch.kubernetes.io/controller-uid": uid,
@@ -157,17 +134,7 @@ async def test_a_complete_job_status_needs_what_the_job_controller_writes(
 ) -> None:
     """Since Kubernetes 1.33 a Complete Job needs startTime, completionTime and SuccessCriteriaMet:
     a test (or a fake Job controller) writing only ``Complete=True`` is refused."""
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "finisher"},
-        "spec": {
-            "template": {
-                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}
-            }
-        },
-    }
-    created = await k8s.create(r.JOBS, job, namespace)
+    created = await k8s.create(r.JOBS, job("finisher"), namespace)
     bare = {**created, "status": {"conditions": [{"type": "Complete", "status": "True"}]}}
     with pytest.raises(Invalid) as caught:
         await k8s.update_status(r.JOBS, bare)
@@ -190,17 +157,7 @@ async def test_a_complete_job_status_needs_what_the_job_controller_writes(
 
 
 async def test_jobs_orphan_dependents_by_default(k8s: Client, namespace: str) -> None:
-    job = {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": "orphaner"},
-        "spec": {
-            "template": {
-                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}
-            }
-        },
-    }
-    await k8s.create(r.JOBS, job, namespace)
+    await k8s.create(r.JOBS, job("orphaner"), namespace)
     await k8s.delete(r.JOBS, "orphaner", namespace)
     held = await k8s.get(r.JOBS, "orphaner", namespace)
     assert "orphan" in held["metadata"]["finalizers"] and held["metadata"]["deletionTimestamp"]
