@@ -7,22 +7,29 @@ Tests wait for an outcome in the API server (never for a fixed time); the bound 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import inspect
+import time
+from collections.abc import Callable
 from typing import Any
 
 from kuberay_py.client import NotFound
 
-__all__ = ["condition", "eventually"]
+__all__ = ["condition", "eventually", "poll"]
+
+STEP = 0.05  # between two looks; only the deadline means anything
 
 
 async def eventually(
-    fn: Callable[[], Awaitable[Any]],
+    fn: Callable[[], Any],
     what: str = "condition",
     timeout: float = 30.0,
     *,
     tolerate: tuple[type[BaseException], ...] = (NotFound,),
 ) -> Any:
     """Poll ``fn`` until it returns something truthy (like Gomega's Eventually) and return that.
+
+    ``fn`` may be a coroutine function (a read from the API server) or a plain predicate (state
+    another task of this loop changes, e.g. a FakeClock's sleepers).
 
     ``tolerate``: errors that count as "not yet" (by default NotFound, for objects the
     operator has still to create); pass ``()`` where any error must fail at once.
@@ -32,14 +39,26 @@ async def eventually(
     last: Any = None
     while True:
         try:
-            last = await fn()
+            last = fn()
+            if inspect.isawaitable(last):
+                last = await last
         except tolerate:
             last = None
         if last:
             return last
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(STEP)
+
+
+def poll(check: Callable[[], bool], *, timeout: float, what: str) -> None:
+    """``eventually`` for a thread with no event loop (e.g. waiting on another process): re-evaluate
+    ``check`` until it holds, failing at the deadline."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(STEP)
 
 
 def condition(obj: dict[str, Any], type_: str) -> dict[str, Any]:

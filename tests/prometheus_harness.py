@@ -32,7 +32,7 @@ from typing import Any
 
 import yaml
 
-from tests.integration.cli.procs import poll
+from tests.polling import poll
 
 ROOT = Path(__file__).resolve().parents[1]
 CONFIG = ROOT / "config"

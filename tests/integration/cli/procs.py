@@ -137,15 +137,6 @@ def http_status(url: str, timeout: float = 5.0) -> int | None:
         return None
 
 
-def poll(check: Callable[[], bool], *, timeout: float, what: str) -> None:
-    """Re-evaluate ``check`` until it holds; the interval is not asserted on, only the deadline."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
-
-
 def _kube_request(
     kubeconfig: Path, path: str, *, method: str = "GET", body: bytes | None = None, content_type: str = ""
 ) -> dict[str, Any]:

@@ -17,8 +17,8 @@ from tests.integration.cli.procs import (
     kube_get,
     kube_get_or_none,
     kube_patch,
-    poll,
 )
+from tests.polling import poll
 
 GRACEFUL = 10.0
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import copy
+import itertools
 from typing import Any
 
 import pytest
@@ -11,6 +11,9 @@ import pytest
 from kuberay_py.client import ApiError, Client
 from kuberay_py.client import resources as r
 from kuberay_py.envtest import Environment
+from tests.polling import eventually
+
+from .helpers import wait_crd_gone
 
 
 def crd(group: str, versions: list[dict[str, Any]]) -> dict[str, Any]:
@@ -39,20 +42,6 @@ def version(name: str, *, storage: bool, props: dict[str, Any]) -> dict[str, Any
             }
         },
     }
-
-
-async def _wait_gone(k8s: Client, envtest: Environment, name: str) -> None:
-    for _ in range(300):
-        try:
-            await k8s.get(r.CRDS, name)
-        except ApiError as e:
-            assert e.status == 404
-            return
-        if envtest.server is not None:
-            await envtest.server.wait_idle()
-        else:
-            await asyncio.sleep(0.1)
-    pytest.fail(f"CRD {name} still present")
 
 
 async def test_two_served_versions_share_objects(k8s: Client, envtest: Environment, namespace: str) -> None:
@@ -84,7 +73,7 @@ async def test_two_served_versions_share_objects(k8s: Client, envtest: Environme
     listed = await k8s.request("GET", f"/apis/{group}/v1beta1/namespaces/{namespace}/things")
     assert [i["apiVersion"] for i in listed["items"]] == [f"{group}/v1beta1"]
     await k8s.delete(r.CRDS, f"things.{group}")
-    await _wait_gone(k8s, envtest, f"things.{group}")
+    await wait_crd_gone(k8s, f"things.{group}")
 
 
 async def test_schema_update_takes_effect(k8s: Client, envtest: Environment, namespace: str) -> None:
@@ -105,17 +94,20 @@ async def test_schema_update_takes_effect(k8s: Client, envtest: Environment, nam
         "color"
     ] = {"type": "string", "enum": ["red", "blue"]}
     await envtest.install_crds([updated])
-    for _ in range(100):  # kube-apiserver swaps the CR handler asynchronously after a CRD update
-        created = await k8s.request("POST", path, body={**body, "metadata": {"name": f"b{_}"}})
-        if created["spec"].get("color") == "red":
-            break
-        await asyncio.sleep(0.05)
+    attempts = itertools.count()
+
+    async def stored_color() -> dict[str, Any] | None:
+        doc = await k8s.request("POST", path, body={**body, "metadata": {"name": f"b{next(attempts)}"}})
+        return doc if doc["spec"].get("color") == "red" else None
+
+    # kube-apiserver swaps the CR handler asynchronously after a CRD update
+    created = await eventually(stored_color, "the updated schema keeps color", tolerate=())
     assert created["spec"] == {"size": 1, "color": "red"}
     with pytest.raises(ApiError) as e:
         await k8s.request("POST", path, body={**body, "metadata": {"name": "c"}, "spec": {"color": "green"}})
     assert e.value.status == 422
     await k8s.delete(r.CRDS, f"things.{group}")
-    await _wait_gone(k8s, envtest, f"things.{group}")
+    await wait_crd_gone(k8s, f"things.{group}")
 
 
 async def test_crd_deletion_waits_for_custom_resource_finalizers(
@@ -135,13 +127,11 @@ async def test_crd_deletion_waits_for_custom_resource_finalizers(
         },
     )
     await k8s.delete(r.CRDS, name)
-    held: dict[str, Any] = {}
-    for _ in range(300):
+    async def terminating() -> bool:
         held = await k8s.request("GET", f"{path}/held")
-        if held["metadata"].get("deletionTimestamp"):
-            break
-        await (envtest.server.wait_idle() if envtest.server is not None else asyncio.sleep(0.1))
-    assert held["metadata"].get("deletionTimestamp"), "the CRD finalizer deletes its custom resources"
+        return bool(held["metadata"].get("deletionTimestamp"))
+
+    await eventually(terminating, "the CRD finalizer deletes its custom resources", tolerate=())
     with pytest.raises(ApiError) as e:
         await k8s.request(
             "POST", path, body={"apiVersion": f"{group}/v1", "kind": "Thing", "metadata": {"name": "late"}}
@@ -173,4 +163,4 @@ async def test_crd_deletion_waits_for_custom_resource_finalizers(
         body={"metadata": {"finalizers": None}},
         content_type="application/merge-patch+json",
     )
-    await _wait_gone(k8s, envtest, name)
+    await wait_crd_gone(k8s, name)

@@ -13,6 +13,8 @@ from kuberay_py.client import ApiError, Client
 from kuberay_py.client import resources as r
 from kuberay_py.envtest import Environment
 
+from .helpers import wait_crd_gone
+
 KUBERAY = Path(__file__).resolve().parents[2] / "fixtures" / "kuberay"  # KubeRay's own CRDs and samples
 
 
@@ -108,27 +110,10 @@ async def test_crd_served_after_established_and_removed_on_delete(k8s: Client, e
         },
     )
     await k8s.delete(r.CRDS, "gadgets.lifecycle.kuberay.io")
-    for _ in range(200):
-        try:
-            await k8s.get(r.CRDS, "gadgets.lifecycle.kuberay.io")
-        except ApiError as e:
-            assert e.status == 404
-            break
-        await _tick(envtest)
-    else:
-        pytest.fail("CRD was not removed")
+    await wait_crd_gone(k8s, "gadgets.lifecycle.kuberay.io")
     with pytest.raises(ApiError) as e:
         await k8s.request("GET", "/apis/lifecycle.kuberay.io/v1/gadgets")
     assert e.value.status == 404
-
-
-async def _tick(envtest: Environment) -> None:
-    import asyncio
-
-    if envtest.server is not None:
-        await envtest.server.wait_idle()
-    else:
-        await asyncio.sleep(0.1)  # real apiserver: the CRD finalizer runs in its own controller
 
 
 @pytest.fixture(scope="module")

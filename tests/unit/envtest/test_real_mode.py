@@ -12,8 +12,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +22,7 @@ from kuberay_py.client import Client, load_config
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.controlplane import Assets, ControlPlane
 from kuberay_py.envtest.rest import RestError, request_json
+from tests.polling import eventually, poll
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
 FAKEBIN = Path(__file__).parent / "fakebin"
@@ -114,10 +113,7 @@ async def test_crd_install_survives_text_404_and_503_and_publishes_the_kubeconfi
     env = Environment([str(crd_file)], assets=_assets(tmp_path), kubeconfig_out=str(out))
 
     async def first_reader() -> dict[str, Any]:
-        for _ in range(4000):  # bounded: 20 s
-            if out.exists():
-                break
-            await asyncio.sleep(0.005)
+        await eventually(out.exists, "the kubeconfig written", 20)
         async with Client(await load_config(str(out))) as client:
             return dict(await client.request("GET", "/apis/example.com/v1"))
 
@@ -150,14 +146,6 @@ def _gone(pid: int) -> bool:
     return state in ("Z", "X")
 
 
-def _wait_until(check: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="parent-death signal is Linux-only")
 def test_a_sigkilled_demo_in_real_mode_leaves_no_etcd_or_apiserver_behind(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
@@ -179,13 +167,17 @@ def test_a_sigkilled_demo_in_real_mode_leaves_no_etcd_or_apiserver_behind(tmp_pa
         stderr=subprocess.DEVNULL,
     )
     try:
-        _wait_until(lambda: all(p.exists() and p.read_text() for p in pidfiles.values()), 60, "both binaries")
+        poll(
+            lambda: all(p.exists() and p.read_text() for p in pidfiles.values()),
+            timeout=60,
+            what="both binaries",
+        )
         pids = {name: int(p.read_text()) for name, p in pidfiles.items()}
         assert not any(_gone(pid) for pid in pids.values()), pids
     finally:
         demo.kill()
         demo.wait(10)
-    _wait_until(lambda: all(_gone(pid) for pid in pids.values()), 10, f"{pids} to die with the demo")
+    poll(lambda: all(_gone(pid) for pid in pids.values()), timeout=10, what=f"{pids} to die with the demo")
 
 
 async def test_stop_kills_a_binary_that_ignores_sigterm(

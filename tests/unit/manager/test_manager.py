@@ -16,6 +16,7 @@ from kuberay_py.client import ClientConfig
 from kuberay_py.clock import FakeClock, settle
 from kuberay_py.manager import LeaderElectionLost, Manager, ManagerOptions
 from kuberay_py.workqueue import RateLimiter
+from tests.polling import eventually
 
 from .fakes import FakeLock, LeaseStore
 
@@ -42,11 +43,8 @@ async def _status(url: str) -> tuple[int, str]:
 
 
 async def _until(cond: Callable[[], bool]) -> None:
-    for _ in range(1000):
-        if cond():
-            return
-        await asyncio.sleep(0.005)  # real I/O (HTTP) needs real loop time to progress
-    raise AssertionError("condition never became true")
+    """Real I/O (HTTP to the fake lock's API) needs real loop time to progress: poll, bounded."""
+    await eventually(cond, "the elector waiting for its next attempt", 10)
 
 
 def _spawn(mgr: Manager, **kw: bool) -> asyncio.Task[None]:
