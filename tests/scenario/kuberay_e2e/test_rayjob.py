@@ -23,34 +23,23 @@ from .conftest import (
     SCRIPTS,
     e2e_rayjob,
     eventually,
+    ray_cluster_spec,
     state_is,
     submitter_template,
 )
-
-TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
-
-
-def counter_job(name: str, **spec: Any) -> dict[str, Any]:
-    return e2e_rayjob(
-        name,
-        SCRIPTS["counter"],
-        runtimeEnvYAML=COUNTER_RUNTIME_ENV,
-        submitterPodTemplate=submitter_template(),
-        **spec,
-    )
-
-
-async def until_terminal(sc: E2E, name: str) -> dict[str, Any]:
-    async def terminal() -> dict[str, Any] | None:
-        job = await sc.get(name)
-        return job if (job.get("status") or {}).get("jobStatus") in TERMINAL else None
-
-    return dict(await eventually(terminal, f"{name} Ray job terminal", 60))
-
-
-async def no_jobs(sc: E2E) -> bool:
-    return not await sc.jobs()
-
+from .rayjob_steps import (
+    counter_job,
+    head_only_with_custom_resources,
+    no_jobs,
+    stop_running_job,
+    submitter_pods,
+    until_app_failed,
+    until_retries_exhausted,
+    until_succeeded,
+    until_terminal,
+    verify_auth_env,
+    verify_auth_on_cluster,
+)
 
 # --- TestRayJob ----------------------------------------------------------------------------------
 
@@ -60,9 +49,7 @@ async def test_ray_job__successful_ray_job(e2e: E2E) -> None:
     sc = e2e
     await sc.create(counter_job("counter", shutdownAfterJobFinishes=True))
     await eventually(lambda: sc.client.get(SERVICES, "counter-head-svc", sc.namespace), "head service")
-    done = await until_terminal(sc, "counter")
-    assert done["status"]["jobStatus"] == "SUCCEEDED"
-    done = await sc.until("counter", {"jobDeploymentStatus": "Complete"})
+    done = await until_succeeded(sc, "counter")
     info = done["status"]["rayJobInfo"]
     assert info["startTime"] and info["endTime"]
     await sc.gone(RAYCLUSTERS, done["status"]["rayClusterName"])
@@ -82,10 +69,7 @@ async def test_ray_job__failing_ray_job_without_cluster_shutdown_after_finished(
             "fail", SCRIPTS["fail"], shutdownAfterJobFinishes=False, submitterPodTemplate=submitter_template()
         )
     )
-    done = await until_terminal(sc, "fail")
-    assert done["status"]["jobStatus"] == "FAILED"
-    failed = await sc.until("fail", {"jobDeploymentStatus": "Failed"})
-    assert failed["status"]["reason"] == "AppFailed"
+    failed = await until_app_failed(sc, "fail")
     cluster = failed["status"]["rayClusterName"]
     await sc.client.delete(RAYJOBS, "fail", sc.namespace)
     await sc.gone(RAYCLUSTERS, cluster)
@@ -123,12 +107,7 @@ async def test_ray_job__should_transition_to_complete_if_the_ray_job_has_stopped
     stop.py stops its own job through the dashboard once it runs; here the test does the stop."""
     sc = e2e
     await sc.create(e2e_rayjob("stop", SCRIPTS["stop"], submitterPodTemplate=submitter_template()))
-    running = await sc.until("stop", {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"})
-    table = sc.jobs_of(running["status"]["rayClusterName"])
-    assert table.stop(running["status"]["jobId"])
-    done = await sc.until("stop", {"jobDeploymentStatus": "Complete"})
-    assert done["status"]["jobStatus"] == "STOPPED"
-    await sc.client.delete(RAYJOBS, "stop", sc.namespace)
+    await stop_running_job(sc, "stop")
 
 
 async def test_ray_job__runtime_env_yaml_is_not_a_valid_yaml_string(e2e: E2E) -> None:
@@ -326,13 +305,6 @@ async def test_ray_job__ray_cluster_status_update_propagates_to_ray_job(e2e: E2E
     await sc.client.delete(RAYJOBS, name, sc.namespace)
 
 
-def _verify_auth_env(container: dict[str, Any], cluster: str) -> None:
-    env = {e["name"]: e for e in container.get("env") or []}
-    assert env["RAY_AUTH_MODE"]["value"] == "token", container["name"]
-    ref = env["RAY_AUTH_TOKEN"]["valueFrom"]["secretKeyRef"]
-    assert cluster in ref["name"] and ref["key"] == "auth_token", container["name"]
-
-
 async def test_ray_job__successful_ray_job_in_k8s_job_mode_with_auth_token(e2e: E2E) -> None:
     """rayjob_test.go:TestRayJob/"Successful RayJob in K8s Job mode with auth token"."""
     sc = e2e
@@ -340,28 +312,11 @@ async def test_ray_job__successful_ray_job_in_k8s_job_mode_with_auth_token(e2e: 
     doc = counter_job(name, submissionMode="K8sJobMode", shutdownAfterJobFinishes=True)
     doc["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "token"}
     await sc.create(doc)
-
-    async def cluster_named() -> str:
-        return str(((await sc.get(name)).get("status") or {}).get("rayClusterName") or "")
-
-    cluster = await eventually(cluster_named, "rayClusterName set")
-    await sc.until_cluster(cluster, state_is("ready"), "Ready")
-    (head,) = await sc.pods(cluster, "head")
-    _verify_auth_env(head["spec"]["containers"][0], cluster)
-    workers = await sc.pods(cluster, "worker")
-    assert workers
-    for pod in workers:
-        _verify_auth_env(pod["spec"]["containers"][0], cluster)
+    cluster, _ = await verify_auth_on_cluster(sc, name)
     await eventually(lambda: sc.client.get(JOBS, name, sc.namespace), "submitter Job")
-
-    async def submitter_pods() -> list[dict[str, Any]]:
-        return list((await sc.client.list(PODS, sc.namespace, label_selector=f"job-name={name}"))["items"])
-
-    (submitter, *_) = await eventually(submitter_pods, "submitter Pod")
-    _verify_auth_env(submitter["spec"]["containers"][0], cluster)
-    done = await until_terminal(sc, name)
-    assert done["status"]["jobStatus"] == "SUCCEEDED"
-    await sc.until(name, {"jobDeploymentStatus": "Complete"})
+    (submitter, *_) = await eventually(lambda: submitter_pods(sc, name), "submitter Pod")
+    verify_auth_env(submitter["spec"]["containers"][0], cluster)
+    await until_succeeded(sc, name)
 
 
 async def test_ray_job__ray_job_pre_running_deadline_seconds_expires_during_initializing_state(
@@ -457,8 +412,6 @@ async def test_ray_job_with_cluster_selector(e2e: E2E) -> None:
     """rayjob_cluster_selector_test.go:TestRayJobWithClusterSelector, its four subtests against
     one RayCluster (they run in parallel in Go; here they are created together)."""
     sc = e2e
-    from .conftest import ray_cluster_spec
-
     await sc.client.create(
         RAYCLUSTERS,
         {
@@ -494,8 +447,7 @@ async def test_ray_job_with_cluster_selector(e2e: E2E) -> None:
             selecting("managed-externally-invalid", SCRIPTS["counter"], managedBy="invalid.com/controller")
         )
     assert invalid.value.status == 422
-    ok = await until_terminal(sc, "counter")
-    assert ok["status"]["jobStatus"] == "SUCCEEDED"
+    ok = await until_succeeded(sc, "counter")
     # What counter.py checks inside Ray: the runtime env reached the job (through the submitter's
     # --runtime-env-json), and its output is in the driver log.
     table = sc.jobs_of("raycluster")
@@ -525,14 +477,7 @@ async def test_ray_job_retry__failing_ray_job_without_cluster_shutdown_after_fin
             submitterPodTemplate=submitter_template(),
         )
     )
-    failed = await sc.until("fail", {"jobDeploymentStatus": "Failed"}, timeout=120)
-    st = failed["status"]
-    assert (st["jobStatus"], st["reason"], st["failed"], st.get("succeeded", 0)) == (
-        "FAILED",
-        "AppFailed",
-        3,
-        0,
-    )
+    st = await until_retries_exhausted(sc, "fail")
     job = await sc.client.get(JOBS, "fail", sc.namespace)
     assert job["spec"]["backoffLimit"] == 1
     assert job["status"].get("failed", 0) == 0  # Ray's failure is not the submitter's
@@ -576,10 +521,7 @@ async def test_ray_job_retry__failing_submitter_k8s_job(e2e: E2E) -> None:
     sc = e2e
     name = "fail-submitter-k8s-job"
     await sc.create(_failing_submitter(name, backoffLimit=2, submitterConfig={"backoffLimit": 0}))
-    failed = await sc.until(name, {"jobDeploymentStatus": "Failed"}, timeout=120)
-    st = failed["status"]
-    assert st.get("jobStatus", "") == ""
-    assert (st["reason"], st["failed"], st.get("succeeded", 0)) == ("SubmissionFailed", 3, 0)
+    st = await until_retries_exhausted(sc, name, reason="SubmissionFailed", job_status="")
     await sc.gone(RAYCLUSTERS, st["rayClusterName"])
     assert await sc.jobs()
     await sc.client.delete(RAYJOBS, name, sc.namespace)
@@ -594,14 +536,7 @@ async def test_ray_job_retry__failing_ray_job_with_http_mode_submission_mode(e2e
             name, SCRIPTS["fail"], submissionMode="HTTPMode", backoffLimit=2, shutdownAfterJobFinishes=False
         )
     )
-    failed = await sc.until(name, {"jobDeploymentStatus": "Failed"}, timeout=120)
-    st = failed["status"]
-    assert (st["jobStatus"], st["reason"], st["failed"], st.get("succeeded", 0)) == (
-        "FAILED",
-        "AppFailed",
-        3,
-        0,
-    )
+    await until_retries_exhausted(sc, name)
     await sc.client.delete(RAYJOBS, name, sc.namespace)
 
 
@@ -627,18 +562,8 @@ async def test_ray_job_sidecar_mode__successful_ray_job(e2e: E2E) -> None:
         runtimeEnvYAML=COUNTER_RUNTIME_ENV,
         shutdownAfterJobFinishes=True,
     )
-    cluster_spec = doc["spec"]["rayClusterSpec"]
-    del cluster_spec["workerGroupSpecs"]
-    cluster_spec["headGroupSpec"]["rayStartParams"] = {
-        "dashboard-host": "0.0.0.0",
-        "num-gpus": "4",
-        "num-cpus": "4",
-        "resources": "'{\"R1\": 4}'",
-    }
-    await sc.create(doc)
-    done = await until_terminal(sc, "counter")
-    assert done["status"]["jobStatus"] == "SUCCEEDED"
-    done = await sc.until("counter", {"jobDeploymentStatus": "Complete"})
+    await sc.create(head_only_with_custom_resources(doc))
+    done = await until_succeeded(sc, "counter")
     await sc.gone(RAYCLUSTERS, done["status"]["rayClusterName"])
 
 
@@ -656,10 +581,7 @@ async def test_ray_job_sidecar_mode__failing_ray_job_without_cluster_shutdown_af
             shutdownAfterJobFinishes=False,
         )
     )
-    done = await until_terminal(sc, "fail")
-    assert done["status"]["jobStatus"] == "FAILED"
-    failed = await sc.until("fail", {"jobDeploymentStatus": "Failed"})
-    assert failed["status"]["reason"] == "AppFailed"
+    failed = await until_app_failed(sc, "fail")
     assert await no_jobs(sc)
     cluster = failed["status"]["rayClusterName"]
     (head,) = await sc.pods(cluster, "head")
@@ -675,11 +597,7 @@ async def test_ray_job_sidecar_mode__should_transition_to_complete_if_the_ray_jo
     Ray job has stopped." (the test stops the job, as stop.py does from inside)."""
     sc = e2e
     await sc.create(e2e_rayjob("stop", SCRIPTS["stop"], submissionMode="SidecarMode"))
-    running = await sc.until("stop", {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"})
-    assert sc.jobs_of(running["status"]["rayClusterName"]).stop(running["status"]["jobId"])
-    done = await sc.until("stop", {"jobDeploymentStatus": "Complete"})
-    assert done["status"]["jobStatus"] == "STOPPED"
-    await sc.client.delete(RAYJOBS, "stop", sc.namespace)
+    await stop_running_job(sc, "stop")
 
 
 async def test_ray_job_sidecar_mode__ray_job_fails_when_head_pod_is_deleted_when_job_is_running(
@@ -722,23 +640,10 @@ async def test_ray_job_sidecar_mode__successful_ray_job_in_sidecar_mode_with_aut
     )
     doc["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "token"}
     await sc.create(doc)
-
-    async def cluster_named() -> str:
-        return str(((await sc.get(name)).get("status") or {}).get("rayClusterName") or "")
-
-    cluster = await eventually(cluster_named, "rayClusterName set")
-    await sc.until_cluster(cluster, state_is("ready"), "Ready")
-    (head,) = await sc.pods(cluster, "head")
+    cluster, head = await verify_auth_on_cluster(sc, name)
     containers = {c["name"]: c for c in head["spec"]["containers"]}
-    _verify_auth_env(head["spec"]["containers"][0], cluster)
-    _verify_auth_env(containers["ray-job-submitter"], cluster)
-    workers = await sc.pods(cluster, "worker")
-    assert workers
-    for pod in workers:
-        _verify_auth_env(pod["spec"]["containers"][0], cluster)
-    done = await until_terminal(sc, name)
-    assert done["status"]["jobStatus"] == "SUCCEEDED"
-    await sc.until(name, {"jobDeploymentStatus": "Complete"})
+    verify_auth_env(containers["ray-job-submitter"], cluster)
+    await until_succeeded(sc, name)
 
 
 async def test_ray_job_retry__failing_ray_job_with_sidecar_mode_submission_mode(e2e: E2E) -> None:
@@ -754,14 +659,7 @@ async def test_ray_job_retry__failing_ray_job_with_sidecar_mode_submission_mode(
             shutdownAfterJobFinishes=False,
         )
     )
-    failed = await sc.until(name, {"jobDeploymentStatus": "Failed"}, timeout=120)
-    st = failed["status"]
-    assert (st["jobStatus"], st["reason"], st["failed"], st.get("succeeded", 0)) == (
-        "FAILED",
-        "AppFailed",
-        3,
-        0,
-    )
+    await until_retries_exhausted(sc, name)
     await sc.client.delete(RAYJOBS, name, sc.namespace)
 
 
@@ -823,20 +721,10 @@ async def test_ray_job_light_weight_mode__successful_ray_job(e2e: E2E) -> None:
         runtimeEnvYAML=COUNTER_RUNTIME_ENV,
         shutdownAfterJobFinishes=True,
     )
-    cluster_spec = doc["spec"]["rayClusterSpec"]
-    del cluster_spec["workerGroupSpecs"]
-    cluster_spec["headGroupSpec"]["rayStartParams"] = {
-        "dashboard-host": "0.0.0.0",
-        "num-gpus": "4",
-        "num-cpus": "4",
-        "resources": "'{\"R1\": 4}'",
-    }
-    await sc.create(doc)
+    await sc.create(head_only_with_custom_resources(doc))
     running = await sc.until("counter", {"jobDeploymentStatus": "Running"})
     table = sc.jobs_of(running["status"]["rayClusterName"])
-    done = await until_terminal(sc, "counter")
-    assert done["status"]["jobStatus"] == "SUCCEEDED"
-    done = await sc.until("counter", {"jobDeploymentStatus": "Complete"})
+    done = await until_succeeded(sc, "counter")
     sent = table.jobs[done["status"]["jobId"]]
     assert (sent.entrypoint_num_cpus, sent.entrypoint_num_gpus, sent.entrypoint_resources) == (
         2,
@@ -856,10 +744,7 @@ async def test_ray_job_light_weight_mode__failing_ray_job_without_cluster_shutdo
     await sc.create(
         e2e_rayjob("fail", SCRIPTS["fail"], submissionMode="HTTPMode", shutdownAfterJobFinishes=False)
     )
-    done = await until_terminal(sc, "fail")
-    assert done["status"]["jobStatus"] == "FAILED"
-    failed = await sc.until("fail", {"jobDeploymentStatus": "Failed"})
-    assert failed["status"]["reason"] == "AppFailed"
+    failed = await until_app_failed(sc, "fail")
     assert await no_jobs(sc)
     await sc.client.delete(RAYJOBS, "fail", sc.namespace)
     await sc.gone(RAYCLUSTERS, failed["status"]["rayClusterName"])
@@ -872,11 +757,7 @@ async def test_ray_job_light_weight_mode__should_transition_to_complete_if_the_r
     the Ray job has stopped." (the test stops the job, as stop.py does from inside)."""
     sc = e2e
     await sc.create(e2e_rayjob("stop", SCRIPTS["stop"], submissionMode="HTTPMode"))
-    running = await sc.until("stop", {"jobDeploymentStatus": "Running", "jobStatus": "RUNNING"})
-    assert sc.jobs_of(running["status"]["rayClusterName"]).stop(running["status"]["jobId"])
-    done = await sc.until("stop", {"jobDeploymentStatus": "Complete"})
-    assert done["status"]["jobStatus"] == "STOPPED"
-    await sc.client.delete(RAYJOBS, "stop", sc.namespace)
+    await stop_running_job(sc, "stop")
 
 
 async def test_ray_job_light_weight_mode__successful_ray_job_in_http_mode_with_auth_token(e2e: E2E) -> None:
@@ -894,18 +775,5 @@ async def test_ray_job_light_weight_mode__successful_ray_job_in_http_mode_with_a
     )
     doc["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "token"}
     await sc.create(doc)
-
-    async def cluster_named() -> str:
-        return str(((await sc.get(name)).get("status") or {}).get("rayClusterName") or "")
-
-    cluster = await eventually(cluster_named, "rayClusterName set")
-    await sc.until_cluster(cluster, state_is("ready"), "Ready")
-    (head,) = await sc.pods(cluster, "head")
-    _verify_auth_env(head["spec"]["containers"][0], cluster)
-    workers = await sc.pods(cluster, "worker")
-    assert workers
-    for pod in workers:
-        _verify_auth_env(pod["spec"]["containers"][0], cluster)
-    done = await until_terminal(sc, name)
-    assert done["status"]["jobStatus"] == "SUCCEEDED"
-    await sc.until(name, {"jobDeploymentStatus": "Complete"})
+    await verify_auth_on_cluster(sc, name)
+    await until_succeeded(sc, name)

@@ -7,7 +7,11 @@ then it steps past and waits for the deletion.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+import pytest
 
 from controllers.constants import RAYCLUSTERS, RAYJOBS
 
@@ -20,6 +24,7 @@ from .conftest import (
     state_is,
     submitter_template,
 )
+from .rayjob_steps import until_succeeded
 
 
 def _rule(policy: str, ttl: int, *, failed: bool = False) -> dict[str, Any]:
@@ -51,9 +56,7 @@ def _job(name: str, strategy: dict[str, Any], *, long_running: bool = False, **s
 async def _completed(sc: E2E, doc: dict[str, Any]) -> str:
     """applyRayJobAndWaitForCompletion: SUCCEEDED and Complete; returns the cluster's name."""
     await sc.create(doc)
-    done = await sc.until(
-        doc["metadata"]["name"], {"jobStatus": "SUCCEEDED", "jobDeploymentStatus": "Complete"}
-    )
+    done = await until_succeeded(sc, doc["metadata"]["name"])
     cluster = str(done["status"]["rayClusterName"])
     assert cluster
     return cluster
@@ -88,27 +91,27 @@ async def _no_workers(sc: E2E, cluster: str) -> None:
     await eventually(gone, f"{cluster}'s worker Pods deleted")
 
 
-async def _check_delete_workers(sc: E2E, name: str, cluster: str) -> None:
+async def _check_delete_workers(sc: E2E, name: str, cluster: str, ttl: int) -> None:
     await sc.until_cluster(cluster, state_is("ready"), "Ready")
     await _all_there(sc, name, cluster)
-    await sc.advance(8, name)
+    await sc.advance(ttl - 2, name)
     await _all_there(sc, name, cluster)
-    await sc.advance(3, name)
+    await sc.advance(3, name)  # past the TTL
     await _no_workers(sc, cluster)
     await sc.advance(10, name)
     assert (await sc.cluster(cluster))["status"]["state"] == "ready"
     await _all_there(sc, name, cluster, workers=False)
 
 
-async def _check_delete_cluster(sc: E2E, name: str, cluster: str) -> None:
+async def _check_delete_cluster(sc: E2E, name: str, cluster: str, ttl: int) -> None:
     await sc.until_cluster(cluster, state_is("ready"), "Ready")
-    await sc.advance(11, name)
+    await sc.advance(ttl + 1, name)
     await sc.gone(RAYCLUSTERS, cluster)
     await sc.get(name)
 
 
-async def _check_delete_self(sc: E2E, name: str, cluster: str) -> None:
-    await sc.advance(11, name)
+async def _check_delete_self(sc: E2E, name: str, cluster: str, ttl: int) -> None:
+    await sc.advance(ttl + 1, name)
     await sc.gone(RAYJOBS, name)
     await sc.gone(RAYCLUSTERS, cluster)
 
@@ -118,36 +121,37 @@ async def _check_delete_none(sc: E2E, name: str, cluster: str, ttl: int) -> None
     await _all_there(sc, name, cluster)
 
 
-async def test_deletion_strategy__deletion_rules_with_delete_workers_policy_should_delete_only_worker_pods(
-    e2e: E2E,
-) -> None:
-    """TestDeletionStrategy/"DeletionRules with DeleteWorkers policy should delete only worker pods"."""
-    doc = _job("delete-workers-test", {"deletionRules": [_rule("DeleteWorkers", 10)]})
-    await _check_delete_workers(e2e, "delete-workers-test", await _completed(e2e, doc))
+Check = Callable[[E2E, str, str, int], Awaitable[None]]
+CHECKS: dict[str, Check] = {
+    "DeleteWorkers": _check_delete_workers,
+    "DeleteCluster": _check_delete_cluster,
+    "DeleteSelf": _check_delete_self,
+    "DeleteNone": _check_delete_none,
+}
+# Each policy, with the rest of KubeRay's subtest name as the case's id.
+POLICIES = [
+    pytest.param("DeleteWorkers", id="delete_workers_policy_should_delete_only_worker_pods"),
+    pytest.param("DeleteCluster", id="delete_cluster_policy_should_delete_entire_cluster"),
+    pytest.param("DeleteSelf", id="delete_self_policy_should_delete_ray_job_and_cluster"),
+    pytest.param("DeleteNone", id="delete_none_policy_should_preserve_all_resources"),
+]
+TTL = 10
+SUCCEEDED_TTL = {"DeleteNone": 5}  # KubeRay's one other TTL
 
 
-async def test_deletion_strategy__deletion_rules_with_delete_cluster_policy_should_delete_entire_cluster(
-    e2e: E2E,
-) -> None:
-    """TestDeletionStrategy/"DeletionRules with DeleteCluster policy should delete entire cluster"."""
-    doc = _job("delete-cluster-test", {"deletionRules": [_rule("DeleteCluster", 10)]})
-    await _check_delete_cluster(e2e, "delete-cluster-test", await _completed(e2e, doc))
+def _kebab(policy: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", policy).lower()
 
 
-async def test_deletion_strategy__deletion_rules_with_delete_self_policy_should_delete_ray_job_and_cluster(
-    e2e: E2E,
-) -> None:
-    """TestDeletionStrategy/"DeletionRules with DeleteSelf policy should delete RayJob and cluster"."""
-    doc = _job("delete-self-test", {"deletionRules": [_rule("DeleteSelf", 10)]})
-    await _check_delete_self(e2e, "delete-self-test", await _completed(e2e, doc))
-
-
-async def test_deletion_strategy__deletion_rules_with_delete_none_policy_should_preserve_all_resources(
-    e2e: E2E,
-) -> None:
-    """TestDeletionStrategy/"DeletionRules with DeleteNone policy should preserve all resources"."""
-    doc = _job("delete-none-test", {"deletionRules": [_rule("DeleteNone", 5)]})
-    await _check_delete_none(e2e, "delete-none-test", await _completed(e2e, doc), 5)
+@pytest.mark.parametrize("policy", POLICIES)
+async def test_deletion_strategy__deletion_rules_with(e2e: E2E, policy: str) -> None:
+    """TestDeletionStrategy/"DeletionRules with <policy> policy should ...": one rule on
+    jobStatus SUCCEEDED (e.g. ``delete_workers_policy_should_delete_only_worker_pods`` is
+    "DeletionRules with DeleteWorkers policy should delete only worker pods")."""
+    name = f"{_kebab(policy)}-test"
+    ttl = SUCCEEDED_TTL.get(policy, TTL)
+    doc = _job(name, {"deletionRules": [_rule(policy, ttl)]})
+    await CHECKS[policy](e2e, name, await _completed(e2e, doc), ttl)
 
 
 async def test_deletion_strategy__multi_stage_deletion_should_execute_in_ttl_order_workers_cluster_self(
@@ -193,41 +197,12 @@ async def test_deletion_strategy__legacy_on_success_delete_cluster_should_still_
 # The four JobDeploymentStatus=Failed variants (not in issue 18's selection, same file in KubeRay).
 
 
-async def test_deletion_strategy__deletion_rules_with_job_deployment_status_failed_and_delete_workers_policy_should_delete_only_worker_pods(  # noqa: E501
-    e2e: E2E,
+@pytest.mark.parametrize("policy", POLICIES)
+async def test_deletion_strategy__deletion_rules_with_job_deployment_status_failed_and(
+    e2e: E2E, policy: str
 ) -> None:
-    """TestDeletionStrategy/"DeletionRules with JobDeploymentStatus Failed and DeleteWorkers policy
-    should delete only worker pods"."""
-    name = "delete-workers-after-jobdeploymentstatus-failed"
-    doc = _job(name, {"deletionRules": [_rule("DeleteWorkers", 10, failed=True)]}, long_running=True)
-    await _check_delete_workers(e2e, name, await _deadline_failed(e2e, doc))
-
-
-async def test_deletion_strategy__deletion_rules_with_job_deployment_status_failed_and_delete_cluster_policy_should_delete_entire_cluster(  # noqa: E501
-    e2e: E2E,
-) -> None:
-    """TestDeletionStrategy/"DeletionRules with JobDeploymentStatus Failed and DeleteCluster policy
-    should delete entire cluster"."""
-    name = "delete-cluster-after-jobdeploymentstatus-failed"
-    doc = _job(name, {"deletionRules": [_rule("DeleteCluster", 10, failed=True)]}, long_running=True)
-    await _check_delete_cluster(e2e, name, await _deadline_failed(e2e, doc))
-
-
-async def test_deletion_strategy__deletion_rules_with_job_deployment_status_failed_and_delete_self_policy_should_delete_ray_job_and_cluster(  # noqa: E501
-    e2e: E2E,
-) -> None:
-    """TestDeletionStrategy/"DeletionRules with JobDeploymentStatus Failed and DeleteSelf policy
-    should delete RayJob and cluster"."""
-    name = "delete-self-after-jobdeploymentstatus-failed"
-    doc = _job(name, {"deletionRules": [_rule("DeleteSelf", 10, failed=True)]}, long_running=True)
-    await _check_delete_self(e2e, name, await _deadline_failed(e2e, doc))
-
-
-async def test_deletion_strategy__deletion_rules_with_job_deployment_status_failed_and_delete_none_policy_should_preserve_all_resources(  # noqa: E501
-    e2e: E2E,
-) -> None:
-    """TestDeletionStrategy/"DeletionRules with JobDeploymentStatus Failed and DeleteNone policy
-    should preserve all resources"."""
-    name = "delete-none-after-jobdeploymentstatus-failed"
-    doc = _job(name, {"deletionRules": [_rule("DeleteNone", 10, failed=True)]}, long_running=True)
-    await _check_delete_none(e2e, name, await _deadline_failed(e2e, doc), 10)
+    """TestDeletionStrategy/"DeletionRules with JobDeploymentStatus Failed and <policy> policy
+    should ...": one rule on jobDeploymentStatus Failed, reached through activeDeadlineSeconds."""
+    name = f"{_kebab(policy)}-after-jobdeploymentstatus-failed"
+    doc = _job(name, {"deletionRules": [_rule(policy, TTL, failed=True)]}, long_running=True)
+    await CHECKS[policy](e2e, name, await _deadline_failed(e2e, doc), TTL)
