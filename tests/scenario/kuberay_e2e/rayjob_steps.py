@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from controllers.constants import RAYJOBS
+from controllers.constants import RAYCLUSTERS, RAYJOBS
 from kuberay_py.client.resources import PODS
 
 from .conftest import COUNTER_RUNTIME_ENV, E2E, SCRIPTS, e2e_rayjob, eventually, state_is, submitter_template
 
 __all__ = [
     "counter_job",
-    "head_only_with_custom_resources",
+    "delete_with_cluster",
+    "entrypoint_resources_job",
+    "failed_keeping_cluster",
     "no_jobs",
+    "retried_app_failures",
     "stop_running_job",
     "submitter_pods",
     "until_app_failed",
@@ -26,6 +29,7 @@ __all__ = [
     "until_terminal",
     "verify_auth_env",
     "verify_auth_on_cluster",
+    "with_token_auth",
 ]
 
 TERMINAL = ("SUCCEEDED", "FAILED", "STOPPED")
@@ -43,9 +47,19 @@ def counter_job(name: str, **spec: Any) -> dict[str, Any]:
     )
 
 
-def head_only_with_custom_resources(doc: dict[str, Any]) -> dict[str, Any]:
-    """The cluster of the "entrypoint resources" subtests: no workers, and a head that advertises
-    4 CPUs, 4 GPUs and 4 of ``R1`` (enough for an entrypoint asking 2 of each)."""
+def entrypoint_resources_job(name: str, entrypoint: str, mode: str) -> dict[str, Any]:
+    """The "Successful RayJob" of the SidecarMode and HTTPMode suites: counter.py asking for 2
+    CPUs, 2 GPUs and 2 of ``R1``, on a cluster without workers whose head advertises 4 of each."""
+    doc = e2e_rayjob(
+        name,
+        entrypoint,
+        submissionMode=mode,
+        entrypointNumCpus=2,
+        entrypointNumGpus=2,
+        entrypointResources='{"R1": 2}',
+        runtimeEnvYAML=COUNTER_RUNTIME_ENV,
+        shutdownAfterJobFinishes=True,
+    )
     cluster_spec = doc["spec"]["rayClusterSpec"]
     del cluster_spec["workerGroupSpecs"]
     cluster_spec["headGroupSpec"]["rayStartParams"] = {
@@ -54,6 +68,12 @@ def head_only_with_custom_resources(doc: dict[str, Any]) -> dict[str, Any]:
         "num-cpus": "4",
         "resources": "'{\"R1\": 4}'",
     }
+    return doc
+
+
+def with_token_auth(doc: dict[str, Any]) -> dict[str, Any]:
+    """The same RayJob with ``authOptions.mode: token`` on its cluster."""
+    doc["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "token"}
     return doc
 
 
@@ -87,6 +107,24 @@ async def until_app_failed(sc: E2E, name: str) -> dict[str, Any]:
     return failed
 
 
+async def failed_keeping_cluster(sc: E2E, entrypoint: str, mode: str) -> dict[str, Any]:
+    """ "Failing RayJob without cluster shutdown after finished" in a mode without a submitter
+    Job: RayJob ``fail`` ends Failed/AppFailed and no Job was created; returns the failed RayJob."""
+    await sc.create(e2e_rayjob("fail", entrypoint, submissionMode=mode, shutdownAfterJobFinishes=False))
+    failed = await until_app_failed(sc, "fail")
+    assert await no_jobs(sc)
+    return failed
+
+
+async def retried_app_failures(sc: E2E, name: str, entrypoint: str, mode: str) -> None:
+    """ "Failing RayJob with <mode> submission mode": a failing job with ``backoffLimit: 2``
+    fails three times, then for good. Deletes the RayJob after."""
+    doc = e2e_rayjob(name, entrypoint, submissionMode=mode, backoffLimit=2, shutdownAfterJobFinishes=False)
+    await sc.create(doc)
+    await until_retries_exhausted(sc, name)
+    await sc.client.delete(RAYJOBS, name, sc.namespace)
+
+
 async def until_retries_exhausted(
     sc: E2E, name: str, *, reason: str = "AppFailed", job_status: str = "FAILED"
 ) -> dict[str, Any]:
@@ -111,6 +149,12 @@ async def stop_running_job(sc: E2E, name: str) -> None:
     done = await sc.until(name, {"jobDeploymentStatus": "Complete"})
     assert done["status"]["jobStatus"] == "STOPPED"
     await sc.client.delete(RAYJOBS, name, sc.namespace)
+
+
+async def delete_with_cluster(sc: E2E, name: str, cluster: str) -> None:
+    """Delete RayJob ``name``; its RayCluster ``cluster`` goes with it (owner reference)."""
+    await sc.client.delete(RAYJOBS, name, sc.namespace)
+    await sc.gone(RAYCLUSTERS, cluster)
 
 
 def verify_auth_env(container: dict[str, Any], cluster: str) -> None:

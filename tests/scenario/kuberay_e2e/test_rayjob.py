@@ -29,8 +29,11 @@ from .conftest import (
 )
 from .rayjob_steps import (
     counter_job,
-    head_only_with_custom_resources,
+    delete_with_cluster,
+    entrypoint_resources_job,
+    failed_keeping_cluster,
     no_jobs,
+    retried_app_failures,
     stop_running_job,
     submitter_pods,
     until_app_failed,
@@ -39,6 +42,7 @@ from .rayjob_steps import (
     until_terminal,
     verify_auth_env,
     verify_auth_on_cluster,
+    with_token_auth,
 )
 
 # --- TestRayJob ----------------------------------------------------------------------------------
@@ -71,8 +75,7 @@ async def test_ray_job__failing_ray_job_without_cluster_shutdown_after_finished(
     )
     failed = await until_app_failed(sc, "fail")
     cluster = failed["status"]["rayClusterName"]
-    await sc.client.delete(RAYJOBS, "fail", sc.namespace)
-    await sc.gone(RAYCLUSTERS, cluster)
+    await delete_with_cluster(sc, "fail", cluster)
     await eventually(lambda: no_jobs(sc), "the submitter Job cascade-deleted")
 
 
@@ -309,9 +312,9 @@ async def test_ray_job__successful_ray_job_in_k8s_job_mode_with_auth_token(e2e: 
     """rayjob_test.go:TestRayJob/"Successful RayJob in K8s Job mode with auth token"."""
     sc = e2e
     name = "counter-auth"
-    doc = counter_job(name, submissionMode="K8sJobMode", shutdownAfterJobFinishes=True)
-    doc["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "token"}
-    await sc.create(doc)
+    await sc.create(
+        with_token_auth(counter_job(name, submissionMode="K8sJobMode", shutdownAfterJobFinishes=True))
+    )
     cluster, _ = await verify_auth_on_cluster(sc, name)
     await eventually(lambda: sc.client.get(JOBS, name, sc.namespace), "submitter Job")
     (submitter, *_) = await eventually(lambda: submitter_pods(sc, name), "submitter Pod")
@@ -396,8 +399,7 @@ async def test_ray_job_suspend__create_a_suspended_ray_job_and_then_resume_it(e2
     done = await sc.until("counter", {"jobDeploymentStatus": "Complete"})
     assert done["status"]["jobStatus"] == "SUCCEEDED"
     cluster = done["status"]["rayClusterName"]
-    await sc.client.delete(RAYJOBS, "counter", sc.namespace)
-    await sc.gone(RAYCLUSTERS, cluster)
+    await delete_with_cluster(sc, "counter", cluster)
 
     async def no_pods() -> bool:
         return not await sc.pods(cluster)
@@ -482,8 +484,7 @@ async def test_ray_job_retry__failing_ray_job_without_cluster_shutdown_after_fin
     assert job["spec"]["backoffLimit"] == 1
     assert job["status"].get("failed", 0) == 0  # Ray's failure is not the submitter's
     assert job["status"]["succeeded"] == 1
-    await sc.client.delete(RAYJOBS, "fail", sc.namespace)
-    await sc.gone(RAYCLUSTERS, st["rayClusterName"])
+    await delete_with_cluster(sc, "fail", st["rayClusterName"])
     await eventually(lambda: no_jobs(sc), "the submitter Job cascade-deleted")
 
 
@@ -529,15 +530,7 @@ async def test_ray_job_retry__failing_submitter_k8s_job(e2e: E2E) -> None:
 
 async def test_ray_job_retry__failing_ray_job_with_http_mode_submission_mode(e2e: E2E) -> None:
     """rayjob_retry_test.go:TestRayJobRetry/"Failing RayJob with HttpMode submission mode"."""
-    sc = e2e
-    name = "failing-rayjob-in-httpmode"
-    await sc.create(
-        e2e_rayjob(
-            name, SCRIPTS["fail"], submissionMode="HTTPMode", backoffLimit=2, shutdownAfterJobFinishes=False
-        )
-    )
-    await until_retries_exhausted(sc, name)
-    await sc.client.delete(RAYJOBS, name, sc.namespace)
+    await retried_app_failures(e2e, "failing-rayjob-in-httpmode", SCRIPTS["fail"], "HTTPMode")
 
 
 # --- TestRayJobSidecarMode (outside issue 18's selection) -------------------------------------
@@ -552,17 +545,7 @@ async def test_ray_job_sidecar_mode__successful_ray_job(e2e: E2E) -> None:
     """rayjob_sidecar_mode_test.go:TestRayJobSidecarMode/"Successful RayJob": entrypoint CPUs,
     GPUs and a custom resource the head advertises."""
     sc = e2e
-    doc = e2e_rayjob(
-        "counter",
-        SIDECAR_DELAY + SCRIPTS["counter"],
-        submissionMode="SidecarMode",
-        entrypointNumCpus=2,
-        entrypointNumGpus=2,
-        entrypointResources='{"R1": 2}',
-        runtimeEnvYAML=COUNTER_RUNTIME_ENV,
-        shutdownAfterJobFinishes=True,
-    )
-    await sc.create(head_only_with_custom_resources(doc))
+    await sc.create(entrypoint_resources_job("counter", SIDECAR_DELAY + SCRIPTS["counter"], "SidecarMode"))
     done = await until_succeeded(sc, "counter")
     await sc.gone(RAYCLUSTERS, done["status"]["rayClusterName"])
 
@@ -573,21 +556,11 @@ async def test_ray_job_sidecar_mode__failing_ray_job_without_cluster_shutdown_af
     """rayjob_sidecar_mode_test.go:TestRayJobSidecarMode/"Failing RayJob without cluster
     shutdown after finished"."""
     sc = e2e
-    await sc.create(
-        e2e_rayjob(
-            "fail",
-            SIDECAR_DELAY + SCRIPTS["fail"],
-            submissionMode="SidecarMode",
-            shutdownAfterJobFinishes=False,
-        )
-    )
-    failed = await until_app_failed(sc, "fail")
-    assert await no_jobs(sc)
+    failed = await failed_keeping_cluster(sc, SIDECAR_DELAY + SCRIPTS["fail"], "SidecarMode")
     cluster = failed["status"]["rayClusterName"]
     (head,) = await sc.pods(cluster, "head")
     assert "ray-job-submitter" in [c["name"] for c in head["spec"]["containers"]]
-    await sc.client.delete(RAYJOBS, "fail", sc.namespace)
-    await sc.gone(RAYCLUSTERS, cluster)
+    await delete_with_cluster(sc, "fail", cluster)
 
 
 async def test_ray_job_sidecar_mode__should_transition_to_complete_if_the_ray_job_has_stopped(
@@ -638,8 +611,7 @@ async def test_ray_job_sidecar_mode__successful_ray_job_in_sidecar_mode_with_aut
         runtimeEnvYAML=COUNTER_RUNTIME_ENV,
         shutdownAfterJobFinishes=True,
     )
-    doc["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "token"}
-    await sc.create(doc)
+    await sc.create(with_token_auth(doc))
     cluster, head = await verify_auth_on_cluster(sc, name)
     containers = {c["name"]: c for c in head["spec"]["containers"]}
     verify_auth_env(containers["ray-job-submitter"], cluster)
@@ -649,18 +621,9 @@ async def test_ray_job_sidecar_mode__successful_ray_job_in_sidecar_mode_with_aut
 async def test_ray_job_retry__failing_ray_job_with_sidecar_mode_submission_mode(e2e: E2E) -> None:
     """rayjob_retry_test.go:TestRayJobRetry/"Failing RayJob with SidecarMode submission mode"."""
     sc = e2e
-    name = "failing-rayjob-in-sidecar-mode"
-    await sc.create(
-        e2e_rayjob(
-            name,
-            SIDECAR_DELAY + SCRIPTS["fail"],
-            submissionMode="SidecarMode",
-            backoffLimit=2,
-            shutdownAfterJobFinishes=False,
-        )
+    await retried_app_failures(
+        sc, "failing-rayjob-in-sidecar-mode", SIDECAR_DELAY + SCRIPTS["fail"], "SidecarMode"
     )
-    await until_retries_exhausted(sc, name)
-    await sc.client.delete(RAYJOBS, name, sc.namespace)
 
 
 # --- TestRayJobRecovery (outside issue 18's selection) ----------------------------------------
@@ -711,17 +674,7 @@ async def test_ray_job_light_weight_mode__successful_ray_job(e2e: E2E) -> None:
     """rayjob_lightweight_test.go:TestRayJobLightWeightMode/"Successful RayJob" (HTTPMode, with
     entrypoint CPUs, GPUs and a custom resource; the fake head shows what the operator sent)."""
     sc = e2e
-    doc = e2e_rayjob(
-        "counter",
-        SCRIPTS["counter"],
-        submissionMode="HTTPMode",
-        entrypointNumCpus=2,
-        entrypointNumGpus=2,
-        entrypointResources='{"R1": 2}',
-        runtimeEnvYAML=COUNTER_RUNTIME_ENV,
-        shutdownAfterJobFinishes=True,
-    )
-    await sc.create(head_only_with_custom_resources(doc))
+    await sc.create(entrypoint_resources_job("counter", SCRIPTS["counter"], "HTTPMode"))
     running = await sc.until("counter", {"jobDeploymentStatus": "Running"})
     table = sc.jobs_of(running["status"]["rayClusterName"])
     done = await until_succeeded(sc, "counter")
@@ -741,13 +694,8 @@ async def test_ray_job_light_weight_mode__failing_ray_job_without_cluster_shutdo
     """rayjob_lightweight_test.go:TestRayJobLightWeightMode/"Failing RayJob without cluster
     shutdown after finished"."""
     sc = e2e
-    await sc.create(
-        e2e_rayjob("fail", SCRIPTS["fail"], submissionMode="HTTPMode", shutdownAfterJobFinishes=False)
-    )
-    failed = await until_app_failed(sc, "fail")
-    assert await no_jobs(sc)
-    await sc.client.delete(RAYJOBS, "fail", sc.namespace)
-    await sc.gone(RAYCLUSTERS, failed["status"]["rayClusterName"])
+    failed = await failed_keeping_cluster(sc, SCRIPTS["fail"], "HTTPMode")
+    await delete_with_cluster(sc, "fail", failed["status"]["rayClusterName"])
 
 
 async def test_ray_job_light_weight_mode__should_transition_to_complete_if_the_ray_job_has_stopped(
@@ -773,7 +721,6 @@ async def test_ray_job_light_weight_mode__successful_ray_job_in_http_mode_with_a
         runtimeEnvYAML=COUNTER_RUNTIME_ENV,
         shutdownAfterJobFinishes=True,
     )
-    doc["spec"]["rayClusterSpec"]["authOptions"] = {"mode": "token"}
-    await sc.create(doc)
+    await sc.create(with_token_auth(doc))
     await verify_auth_on_cluster(sc, name)
     await until_succeeded(sc, name)
