@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import copy
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -19,7 +20,6 @@ import yaml
 
 from controllers.constants import RAYCLUSTERS, RAYJOBS
 from controllers.ray.dashboard import DashboardClientFactory
-from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.reconciler import RayJobReconciler
@@ -30,7 +30,8 @@ from kuberay_py.client import Client, ClientConfig, NotFound
 from kuberay_py.client.resources import SECRETS, SERVICES
 from kuberay_py.clock import Clock
 from kuberay_py.envtest import Environment
-from kuberay_py.manager import Manager, ManagerOptions
+from kuberay_py.manager import Manager
+from tests.in_loop_manager import in_loop_manager
 from tests.polling import eventually
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,16 +67,7 @@ def start_job_operator(
 ) -> JobOperator:
     """The RayCluster and RayJob controllers on this loop; ``clock`` (e.g. a FakeClock) is the
     RayJob controller's alone, so deadlines and TTLs can be stepped while Pods run in real time."""
-    mgr = Manager(
-        config,
-        ManagerOptions(
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            cache_selectors=cache_selectors(),
-            cache_transforms=cache_transforms(),
-            graceful_shutdown_timeout=5.0,
-        ),
-    )
+    mgr = in_loop_manager(config)
     setup_raycluster(mgr, max_concurrent_reconciles=4)
     reconciler = setup_rayjob(
         mgr, dashboard_factory=dashboards or DashboardClientFactory(), options=options, clock=clock
@@ -156,10 +148,11 @@ class JobScenario:
         return sorted(i["metadata"]["name"] for i in items)
 
 
-async def job_environment(
-    clock: Clock | None = None,
-) -> AsyncIterator[tuple[Environment, RayPodRuntime, JobOperator]]:
-    runtime = RayPodRuntime(timings=TIMINGS)
+@contextlib.asynccontextmanager
+async def simulated_environment(runtime: RayPodRuntime) -> AsyncIterator[Environment]:
+    """envtest with the cluster simulator running ``runtime``'s Ray Pods. The simulated kubelet
+    looks up what a real one would through the API server: a Service's selector (for the serve
+    endpoints) and a Secret's key (a token-auth head's RAY_AUTH_TOKEN). Closes ``runtime`` after."""
     async with Environment(
         [str(CRD_DIR)], simulate=True, pod_runtime=runtime, probe_period_scale=PROBE_SCALE
     ) as env:
@@ -173,7 +166,6 @@ async def job_environment(
             return dict((svc.get("spec") or {}).get("selector") or {})
 
         async def secret_value(namespace: str, name: str, key: str) -> str | None:
-            """A token-auth head's RAY_AUTH_TOKEN Secret, resolved as the kubelet would."""
             try:
                 secret = await lookups.get(SECRETS, name, namespace)
             except NotFound:
@@ -183,10 +175,36 @@ async def job_environment(
 
         runtime.service_selector = selector
         runtime.secret_value = secret_value
-        op = start_job_operator(env.client_config, clock=clock)
+        try:
+            yield env
+        finally:
+            await runtime.close()
+            await lookups.close()
+
+
+async def job_environment(
+    clock: Clock | None = None, options: RayJobOptions = OPTIONS, runtime: RayPodRuntime | None = None
+) -> AsyncIterator[tuple[Environment, RayPodRuntime, JobOperator]]:
+    """The simulated environment with the RayCluster and RayJob controllers running (one yield)."""
+    runtime = runtime or RayPodRuntime(timings=TIMINGS)
+    async with simulated_environment(runtime) as env:
+        op = start_job_operator(env.client_config, options, clock=clock)
         try:
             yield env, runtime, op
         finally:
             await op.stop()
-            await runtime.close()
-            await lookups.close()
+
+
+@contextlib.asynccontextmanager
+async def job_scenario(
+    options: RayJobOptions = OPTIONS, runtime: RayPodRuntime | None = None
+) -> AsyncIterator[JobScenario]:
+    """A test's own environment and operator, for operator options (or a runtime) no other test
+    shares; one namespace in it."""
+    async with contextlib.aclosing(job_environment(options=options, runtime=runtime)) as envs:
+        async for env, rt, op in envs:
+            client = env.new_client()
+            try:
+                yield JobScenario(env, client, await env.create_namespace(), rt, op)
+            finally:
+                await client.close()

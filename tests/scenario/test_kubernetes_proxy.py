@@ -18,33 +18,16 @@ from controllers.constants import RAYSERVICES
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.raysim import RayPodRuntime
 from kuberay_py.client import Client
-from kuberay_py.client.resources import SERVICES
 from kuberay_py.envtest import Environment
 from tests.polling import condition, eventually
-from tests.rayjob_harness import (
-    CRD_DIR,
-    PROBE_SCALE,
-    TIMINGS,
-    JobScenario,
-    rayjob,
-    start_job_operator,
-)
+from tests.rayjob_harness import TIMINGS, JobScenario, rayjob, simulated_environment, start_job_operator
 from tests.rayservice_harness import rayservice, start_operator, stop_operator
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def proxied() -> AsyncIterator[JobScenario]:
     runtime = RayPodRuntime(timings=TIMINGS)
-    async with Environment(
-        [str(CRD_DIR)], simulate=True, pod_runtime=runtime, probe_period_scale=PROBE_SCALE
-    ) as env:
-        lookups = env.new_client()
-
-        async def selector(namespace: str, name: str) -> dict[str, str] | None:
-            svc = await lookups.get(SERVICES, name, namespace)
-            return dict((svc.get("spec") or {}).get("selector") or {})
-
-        runtime.service_selector = selector
+    async with simulated_environment(runtime) as env:
         config = env.client_config
         jobs_op = start_job_operator(config, dashboards=DashboardClientFactory(kubernetes_proxy=config))
         serve_op = start_operator(
@@ -58,8 +41,6 @@ async def proxied() -> AsyncIterator[JobScenario]:
             await stop_operator(serve_op)
             await jobs_op.stop()
             await client.close()
-            await lookups.close()
-            await runtime.close()
 
 
 def proxied_calls(env: Environment, namespace: str) -> int:

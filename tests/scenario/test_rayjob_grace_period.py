@@ -14,10 +14,8 @@ import pytest
 
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.running import GRACE_PERIOD_MESSAGE, GRACE_PERIOD_REASON
-from controllers.raysim import RayPodRuntime
 from kuberay_py.client.resources import JOBS
-from kuberay_py.envtest import Environment
-from tests.rayjob_harness import CRD_DIR, PROBE_SCALE, TIMINGS, JobScenario, rayjob, start_job_operator
+from tests.rayjob_harness import job_scenario, rayjob
 
 STUCK_SUBMITTER = {
     "spec": {
@@ -33,34 +31,22 @@ STUCK_SUBMITTER = {
 async def test_a_stuck_submitter_is_given_up_after_the_grace_period(
     entrypoint: str, ray: str, state: str
 ) -> None:
-    runtime = RayPodRuntime(timings=TIMINGS)
     options = RayJobOptions(poll_min=0.2, poll_max=0.5, transition_grace_period=1.0)
-    async with Environment(
-        [str(CRD_DIR)], simulate=True, pod_runtime=runtime, probe_period_scale=PROBE_SCALE
-    ) as env:
-        op = start_job_operator(env.client_config, options)
-        client = env.new_client()
-        ns = await env.create_namespace()
-        sc = JobScenario(env, client, ns, runtime, op)
-        try:
-            await sc.create(rayjob("stuck", submitterPodTemplate=STUCK_SUBMITTER))
-            running = await sc.until("stuck", {"jobDeploymentStatus": "Running"})
-            st = running["status"]
-            sc.jobs_of(st["rayClusterName"]).submit({"entrypoint": entrypoint, "submission_id": st["jobId"]})
-            # Ray's terminal status is read and persisted while the submitter still runs ...
-            seen = await sc.until("stuck", {"jobStatus": ray})
-            assert seen["status"]["rayJobInfo"]["endTime"]
-            # ... and the grace period ends the wait.
-            done = await sc.until("stuck", {"jobDeploymentStatus": state})
-            st = done["status"]
-            assert (st["reason"], st["message"], st["jobStatus"]) == (
-                GRACE_PERIOD_REASON,
-                GRACE_PERIOD_MESSAGE,
-                ray,
-            )
-            submitter = await client.get(JOBS, "stuck", ns)
-            assert not (submitter.get("status") or {}).get("conditions"), "the submitter never finished"
-        finally:
-            await op.stop()
-            await client.close()
-            await runtime.close()
+    async with job_scenario(options) as sc:
+        await sc.create(rayjob("stuck", submitterPodTemplate=STUCK_SUBMITTER))
+        running = await sc.until("stuck", {"jobDeploymentStatus": "Running"})
+        st = running["status"]
+        sc.jobs_of(st["rayClusterName"]).submit({"entrypoint": entrypoint, "submission_id": st["jobId"]})
+        # Ray's terminal status is read and persisted while the submitter still runs ...
+        seen = await sc.until("stuck", {"jobStatus": ray})
+        assert seen["status"]["rayJobInfo"]["endTime"]
+        # ... and the grace period ends the wait.
+        done = await sc.until("stuck", {"jobDeploymentStatus": state})
+        st = done["status"]
+        assert (st["reason"], st["message"], st["jobStatus"]) == (
+            GRACE_PERIOD_REASON,
+            GRACE_PERIOD_MESSAGE,
+            ray,
+        )
+        submitter = await sc.client.get(JOBS, "stuck", sc.namespace)
+        assert not (submitter.get("status") or {}).get("conditions"), "the submitter never finished"

@@ -14,50 +14,31 @@ import dataclasses
 from controllers.constants import RAYCLUSTERS
 from controllers.raysim import RayPodRuntime
 from kuberay_py.client.resources import JOBS, PODS
-from kuberay_py.envtest import Environment
-from tests.rayjob_harness import (
-    CRD_DIR,
-    OPTIONS,
-    PROBE_SCALE,
-    TIMINGS,
-    JobScenario,
-    rayjob,
-    start_job_operator,
-)
+from tests.rayjob_harness import OPTIONS, TIMINGS, job_scenario, rayjob
 
 
 async def test_gate_on_a_dropped_log_stream_restarts_only_the_submitter() -> None:
     runtime = RayPodRuntime(timings=TIMINGS)
     runtime.log_stream_drops = 1
     options = dataclasses.replace(OPTIONS, sidecar_submitter_restart=True)
-    async with Environment(
-        [str(CRD_DIR)], simulate=True, pod_runtime=runtime, probe_period_scale=PROBE_SCALE
-    ) as env:
-        op = start_job_operator(env.client_config, options)
-        client = env.new_client()
-        ns = await env.create_namespace()
-        sc = JobScenario(env, client, ns, runtime, op)
-        try:
-            # Long enough for the head to turn Ready first: a finished sidecar makes the head unready.
-            await sc.create(rayjob("side", "sleep 5", submissionMode="SidecarMode"))
-            done = await sc.until("side", {"jobDeploymentStatus": "Complete"})
-            st = done["status"]
-            assert st["jobStatus"] == "SUCCEEDED"
-            assert sc.jobs_of(st["rayClusterName"]).submissions == 1, "the restart re-attached, no resubmit"
-            assert (await client.list(JOBS, ns))["items"] == []
-            cluster = await client.get(RAYCLUSTERS, st["rayClusterName"], ns)
-            head = cluster["spec"]["headGroupSpec"]["template"]["spec"]
-            assert head["restartPolicy"] == "Never"
-            sidecar = head["containers"][-1]
-            assert (sidecar["name"], sidecar["restartPolicy"]) == ("ray-job-submitter", "OnFailure")
-            assert "ray job status" in sidecar["args"][0] and "ray job logs" in sidecar["args"][0]
-            (pod,) = (await client.list(PODS, ns, label_selector=f"ray.io/cluster={st['rayClusterName']}"))[
-                "items"
-            ]
-            (cs,) = [c for c in pod["status"]["containerStatuses"] if c["name"] == "ray-job-submitter"]
-            assert cs["restartCount"] == 1 and cs["lastState"]["terminated"]["exitCode"] == 1
-            assert cs["state"]["terminated"]["exitCode"] == 0
-        finally:
-            await op.stop()
-            await client.close()
-            await runtime.close()
+    async with job_scenario(options, runtime) as sc:
+        client, ns = sc.client, sc.namespace
+        # Long enough for the head to turn Ready first: a finished sidecar makes the head unready.
+        await sc.create(rayjob("side", "sleep 5", submissionMode="SidecarMode"))
+        done = await sc.until("side", {"jobDeploymentStatus": "Complete"})
+        st = done["status"]
+        assert st["jobStatus"] == "SUCCEEDED"
+        assert sc.jobs_of(st["rayClusterName"]).submissions == 1, "the restart re-attached, no resubmit"
+        assert (await client.list(JOBS, ns))["items"] == []
+        cluster = await client.get(RAYCLUSTERS, st["rayClusterName"], ns)
+        head = cluster["spec"]["headGroupSpec"]["template"]["spec"]
+        assert head["restartPolicy"] == "Never"
+        sidecar = head["containers"][-1]
+        assert (sidecar["name"], sidecar["restartPolicy"]) == ("ray-job-submitter", "OnFailure")
+        assert "ray job status" in sidecar["args"][0] and "ray job logs" in sidecar["args"][0]
+        (pod,) = (await client.list(PODS, ns, label_selector=f"ray.io/cluster={st['rayClusterName']}"))[
+            "items"
+        ]
+        (cs,) = [c for c in pod["status"]["containerStatuses"] if c["name"] == "ray-job-submitter"]
+        assert cs["restartCount"] == 1 and cs["lastState"]["terminated"]["exitCode"] == 1
+        assert cs["state"]["terminated"]["exitCode"] == 0
