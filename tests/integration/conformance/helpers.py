@@ -51,16 +51,9 @@ def configmap(
 
 def job(name: str) -> dict[str, Any]:
     """A batch/v1 Job of one busybox container that never restarts (the smallest valid Job)."""
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "template": {
-                "spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}
-            }
-        },
-    }
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox:1.36"}]}}
+    meta = {"name": name}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": {"template": template}}
 
 
 async def wait_crd_gone(k8s: Client, name: str) -> None:
