@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Any
 
 import anyio
 
 from kuberay_py.clock import FakeClock, settle
 from kuberay_py.manager.runnables import RunnableGroup
+
+
+@contextlib.asynccontextmanager
+async def stopping_after_start(
+    group: RunnableGroup, stop: Callable[[], Coroutine[Any, Any, bool]]
+) -> AsyncIterator[asyncio.Future[bool]]:
+    """Serve and start ``group`` (its members running), then begin ``stop()``; yields the stop,
+    already past its first step, for the test to drive with its clock."""
+    async with anyio.create_task_group() as tg:
+        await tg.start(group.serve)
+        group.start()
+        await settle()
+        stopping = asyncio.ensure_future(stop())
+        await settle()
+        yield stopping
 
 
 async def test_runnables_start_only_when_the_group_starts() -> None:
@@ -43,12 +61,7 @@ async def test_stop_asks_members_to_finish_and_waits_for_them() -> None:
         finished.append("drained")
 
     group.add("drains", drains, stop=stop_flag.set)
-    async with anyio.create_task_group() as tg:
-        await tg.start(group.serve)
-        group.start()
-        await settle()
-        stopping = asyncio.ensure_future(group.stop(30, clock))
-        await settle()
+    async with stopping_after_start(group, lambda: group.stop(30, clock)) as stopping:
         assert not stopping.done()
         await clock.advance(5)
         assert await stopping is True
@@ -68,12 +81,7 @@ async def test_members_still_running_at_the_deadline_are_cancelled() -> None:
             raise
 
     group.add("stubborn", stubborn, stop=lambda: None)  # asked to stop, ignores it
-    async with anyio.create_task_group() as tg:
-        await tg.start(group.serve)
-        group.start()
-        await settle()
-        stopping = asyncio.ensure_future(group.stop(30, clock))
-        await settle()
+    async with stopping_after_start(group, lambda: group.stop(30, clock)) as stopping:
         await clock.advance(29)
         assert not stopping.done() and not cancelled
         await clock.advance(1)
@@ -86,12 +94,7 @@ async def test_abort_event_cuts_the_graceful_wait_short() -> None:
     group = RunnableGroup("g", lambda n, e: None)
     group.add("forever", anyio.sleep_forever, stop=lambda: None)
     abort = asyncio.Event()
-    async with anyio.create_task_group() as tg:
-        await tg.start(group.serve)
-        group.start()
-        await settle()
-        stopping = asyncio.ensure_future(group.stop(None, clock, abort=abort))
-        await settle()
+    async with stopping_after_start(group, lambda: group.stop(None, clock, abort=abort)) as stopping:
         assert not stopping.done()
         abort.set()
         assert await stopping is False
