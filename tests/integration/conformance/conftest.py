@@ -13,6 +13,7 @@ import pytest_asyncio
 from kubernetes_asyncio import client as k
 
 from kuberay_py.envtest import Environment
+from tests.crd_docs import crd_doc
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -34,51 +35,47 @@ async def custom(api: k.ApiClient) -> k.CustomObjectsApi:
     return k.CustomObjectsApi(api)
 
 
-WIDGET_CRD: dict[str, object] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.conformance.kuberay.io"},
-    "spec": {
-        "group": "conformance.kuberay.io",
-        "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-        "versions": [
-            {
-                "name": "v1",
-                "served": True,
-                "storage": True,
-                "subresources": {"status": {}},
-                "schema": {
-                    "openAPIV3Schema": {
-                        "type": "object",
-                        "properties": {
-                            "apiVersion": {"type": "string"},
-                            "kind": {"type": "string"},
-                            "metadata": {"type": "object"},
-                            "spec": {
-                                "type": "object",
-                                "required": ["size"],
-                                "properties": {
-                                    "size": {"type": "integer", "minimum": 1, "maximum": 10},
-                                    "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
-                                    "name": {"type": "string", "maxLength": 8, "pattern": "^[a-z]+$"},
-                                    "port": {"x-kubernetes-int-or-string": True},
-                                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
-                                    "tags": {"type": "array", "items": {"type": "string"}},
-                                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
-                                },
-                            },
-                            "status": {
-                                "type": "object",
-                                "properties": {"phase": {"type": "string"}, "count": {"type": "integer"}},
+WIDGET_CRD = crd_doc(
+    "conformance.kuberay.io",
+    "widgets",
+    "Widget",
+    [
+        {
+            "name": "v1",
+            "served": True,
+            "storage": True,
+            "subresources": {"status": {}},
+            "schema": {
+                "openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "apiVersion": {"type": "string"},
+                        "kind": {"type": "string"},
+                        "metadata": {"type": "object"},
+                        "spec": {
+                            "type": "object",
+                            "required": ["size"],
+                            "properties": {
+                                "size": {"type": "integer", "minimum": 1, "maximum": 10},
+                                "color": {"type": "string", "enum": ["red", "blue"], "default": "red"},
+                                "name": {"type": "string", "maxLength": 8, "pattern": "^[a-z]+$"},
+                                "port": {"x-kubernetes-int-or-string": True},
+                                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": True},
+                                "tags": {"type": "array", "items": {"type": "string"}},
+                                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
                             },
                         },
-                    }
-                },
-            }
-        ],
-    },
-}
+                        "status": {
+                            "type": "object",
+                            "properties": {"phase": {"type": "string"}, "count": {"type": "integer"}},
+                        },
+                    },
+                }
+            },
+        }
+    ],
+    singular="widget",
+)
 
 WIDGET = ("conformance.kuberay.io", "v1", "widgets")
 

@@ -11,23 +11,14 @@ import pytest
 from kuberay_py.client import ApiError, Client
 from kuberay_py.client import resources as r
 from kuberay_py.envtest import Environment
+from tests.crd_docs import crd_doc
 from tests.polling import eventually
 
 from .helpers import wait_crd_gone
 
 
 def crd(group: str, versions: list[dict[str, Any]]) -> dict[str, Any]:
-    return {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": f"things.{group}"},
-        "spec": {
-            "group": group,
-            "scope": "Namespaced",
-            "names": {"plural": "things", "kind": "Thing"},
-            "versions": versions,
-        },
-    }
+    return crd_doc(group, "things", "Thing", versions)
 
 
 def version(name: str, *, storage: bool, props: dict[str, Any]) -> dict[str, Any]:

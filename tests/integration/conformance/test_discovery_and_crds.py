@@ -12,6 +12,7 @@ import yaml
 from kuberay_py.client import ApiError, Client
 from kuberay_py.client import resources as r
 from kuberay_py.envtest import Environment
+from tests.crd_docs import crd_doc
 
 from .helpers import wait_crd_gone
 
@@ -72,26 +73,9 @@ async def test_core_resource_list(k8s: Client) -> None:
 
 
 async def test_crd_served_after_established_and_removed_on_delete(k8s: Client, envtest: Environment) -> None:
-    crd: dict[str, Any] = {
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "gadgets.lifecycle.kuberay.io"},
-        "spec": {
-            "group": "lifecycle.kuberay.io",
-            "scope": "Cluster",
-            "names": {"plural": "gadgets", "kind": "Gadget"},
-            "versions": [
-                {
-                    "name": "v1",
-                    "served": True,
-                    "storage": True,
-                    "schema": {
-                        "openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-                    },
-                }
-            ],
-        },
-    }
+    schema = {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}}
+    version = {"name": "v1", "served": True, "storage": True, "schema": schema}
+    crd = crd_doc("lifecycle.kuberay.io", "gadgets", "Gadget", [version], scope="Cluster")
     await envtest.install_crds([crd])
     got = await k8s.get(r.CRDS, "gadgets.lifecycle.kuberay.io")
     conds = {c["type"]: c["status"] for c in got["status"]["conditions"]}

@@ -22,6 +22,7 @@ from kuberay_py.client import Client, load_config
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.controlplane import Assets, ControlPlane
 from kuberay_py.envtest.rest import RestError, request_json
+from tests.crd_docs import crd_doc
 from tests.polling import eventually, poll
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
@@ -88,17 +89,9 @@ def _assets(tmp: Path) -> Assets:
     return Assets(_wrapper(tmp, "etcd", "fake_etcd.py"), _wrapper(tmp, "kube-apiserver", "fake_apiserver.py"))
 
 
-CRD: dict[str, object] = {
-    "apiVersion": "apiextensions.k8s.io/v1",
-    "kind": "CustomResourceDefinition",
-    "metadata": {"name": "widgets.example.com"},
-    "spec": {
-        "group": "example.com",
-        "scope": "Namespaced",
-        "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
-        "versions": [{"name": "v1", "served": True, "storage": True}],
-    },
-}
+CRD = crd_doc(
+    "example.com", "widgets", "Widget", [{"name": "v1", "served": True, "storage": True}], singular="widget"
+)
 
 
 async def test_crd_install_survives_text_404_and_503_and_publishes_the_kubeconfig_when_served(
