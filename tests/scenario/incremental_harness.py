@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import copy
 from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -138,6 +138,14 @@ class GatewayTraffic:
             yield
         finally:
             self._running.set()
+
+    def sent_at_least(self, n: int) -> bool:
+        """For ``until``: ``n`` requests went out."""
+        return self.sent >= n
+
+    def served(self) -> int:
+        """Requests answered 200: a run without failures proves something only if this is not 0."""
+        return sum(self.answers.values())
 
     async def __aenter__(self) -> GatewayTraffic:
         self._running.set()
@@ -319,5 +327,5 @@ async def open_upgrade(*, gateway_api: bool = True) -> AsyncIterator[Upgrade]:
             await runtime.close()
 
 
-async def until(what: str, probe: Callable[[], Awaitable[Any]], timeout: float = 60.0) -> Any:
+async def until(what: str, probe: Callable[[], Any], timeout: float = 60.0) -> Any:
     return await eventually(probe, what, timeout)

@@ -127,7 +127,7 @@ async def test_reverting_the_spec_mid_upgrade_rolls_back_step_by_step() -> None:
             async with traffic.paused():
                 assert await up.share(url, BATCH, '"price": 3') == 1.0  # all traffic back on A
         recorder.cancel()
-        assert traffic.failures == [], traffic.failures[:5]
+        assert traffic.failures == [] and traffic.served(), (traffic.failures[:5], traffic.sent)
         # Step by step: the weight on B only goes down, A's capacity only up, B's only down.
         seen: list[tuple[Any, ...]] = []
         for st in statuses:
@@ -174,7 +174,7 @@ async def test_a_third_spec_mid_upgrade_rolls_back_then_upgrades_to_it() -> None
             await until("the third spec serving", upgraded_to_third, timeout=120)
             async with traffic.paused():
                 assert await up.share(url, BATCH, '"price": 5') == 1.0
-        assert traffic.failures == [], traffic.failures[:5]
+        assert traffic.failures == [] and traffic.served(), (traffic.failures[:5], traffic.sent)
         for cluster in (old_cluster, second):
             await until(f"{cluster} deleted", lambda cluster=cluster: gone(up, cluster))
 
@@ -214,7 +214,8 @@ async def test_operator_killed_mid_upgrade_resumes_at_its_step() -> None:
                 return await settled_on(up, active["rayClusterName"])
 
             await until("upgrade finished after the restart", promoted, timeout=120)
-        assert traffic.failures == [], traffic.failures[:5]
+        assert traffic.failures == [] and traffic.served(), (traffic.failures[:5], traffic.sent)
         # It resumed where it was: traffic never went back below the step it had reached.
+        assert seen, "no step of the upgrade observed after the restart"
         assert all(s[3] is None or s[3] >= killed_at[3] for s in seen), (killed_at, seen)
         await until("old cluster deleted", lambda: gone(up, old_cluster))

@@ -87,7 +87,7 @@ async def test_incremental_upgrade_under_traffic() -> None:
         recorder = asyncio.create_task(up.record(NAME, statuses))
 
         async with GatewayTraffic(url) as traffic:
-            await until("traffic flowing", lambda: _sent(traffic, 20))
+            await until("traffic flowing", lambda: traffic.sent_at_least(20))
             await up.update_spec(NAME, lambda svc: new_version(svc, price=4, cpu="600m"))
             measured: dict[int, float] = {}
             new_cluster = None
@@ -174,10 +174,6 @@ async def test_incremental_upgrade_under_traffic() -> None:
             return False
 
         await until("old cluster deleted", old_gone)
-
-
-async def _sent(traffic: GatewayTraffic, n: int) -> bool:
-    return traffic.sent >= n
 
 
 async def _single_backend(up: Upgrade, cluster: str | None) -> dict[str, Any] | None:

@@ -126,6 +126,16 @@ class Proc:
         )
 
 
+def run_to_exit(*args: str, timeout: float) -> tuple[int, Proc]:
+    """Run the console script until it exits (it is killed if it outlives ``timeout``): its exit
+    code, and the process for its output."""
+    proc = Proc(*args)
+    try:
+        return proc.wait(timeout), proc
+    finally:
+        proc.kill()
+
+
 def http_status(url: str, timeout: float = 5.0) -> int | None:
     """The HTTP status of a GET, or None when nothing listens (connection refused/reset)."""
     try:

@@ -6,7 +6,7 @@ import ipaddress
 import re
 from pathlib import Path
 
-from tests.integration.cli.procs import LOOPBACK, Proc, kube_get
+from tests.integration.cli.procs import LOOPBACK, Proc, kube_get, run_to_exit
 
 # Bounds so a hung process fails the test instead of the whole run; not performance assertions.
 READY_TIMEOUT = 240.0
@@ -65,11 +65,9 @@ def test_demo_until_ready_exits_0_with_every_sample_ready(tmp_path: Path) -> Non
 def test_empty_file_applies_nothing_and_is_ready_at_once(tmp_path: Path) -> None:
     empty = tmp_path / "empty.yaml"
     empty.write_text("")
-    demo = Proc("demo", "-f", str(empty), "--until-ready", "--timeout", "60", *LOOPBACK)
-    try:
-        rc = demo.wait(120)
-    finally:
-        demo.kill()
+    rc, demo = run_to_exit(
+        "demo", "-f", str(empty), "--until-ready", "--timeout", "60", *LOOPBACK, timeout=120
+    )
     assert rc == 0, str(demo)
     assert "applied 0 object(s)" in demo.stdout
     assert "all objects are ready" in demo.stdout
@@ -107,11 +105,9 @@ spec:
               image: rayproject/ray:2.46.0
 """
     )
-    demo = Proc("demo", "-f", str(manifest), "--until-ready", "--timeout", "8", *LOOPBACK)
-    try:
-        rc = demo.wait(120)
-    finally:
-        demo.kill()
+    rc, demo = run_to_exit(
+        "demo", "-f", str(manifest), "--until-ready", "--timeout", "8", *LOOPBACK, timeout=120
+    )
     assert rc == 1, str(demo)
     reason = [line for line in demo.stderr if line.startswith("kuberay-operator demo: not ready after 8s")]
     assert reason and "raycluster/never-ready: state=" in reason[0], str(demo)
@@ -121,11 +117,7 @@ spec:
 def test_bad_manifest_is_one_clear_line(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")
-    demo = Proc("demo", "-f", str(bad), "--until-ready", *LOOPBACK)
-    try:
-        rc = demo.wait(60)
-    finally:
-        demo.kill()
+    rc, demo = run_to_exit("demo", "-f", str(bad), "--until-ready", *LOOPBACK, timeout=60)
     assert rc == 1
     assert demo.stderr[-1].startswith(f"kuberay-operator demo: {bad}: unsupported kind Deployment (apps/v1)")
 
@@ -137,7 +129,7 @@ def test_a_busy_port_is_one_clear_error_not_a_traceback() -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        demo = Proc(
+        rc, demo = run_to_exit(
             "demo",
             "-f",
             "/dev/null",
@@ -145,11 +137,8 @@ def test_a_busy_port_is_one_clear_error_not_a_traceback() -> None:
             "127.0.0.1:0",
             "--health-probe-bind-address",
             f"127.0.0.1:{port}",
+            timeout=120,
         )
-        try:
-            rc = demo.wait(120)
-        finally:
-            demo.kill()
     assert rc == 1, str(demo)
     assert demo.stderr[-1].startswith(
         f"kuberay-operator demo: [Errno 98] health server cannot listen on 127.0.0.1:{port}"
