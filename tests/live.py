@@ -15,7 +15,7 @@ from typing import Any
 
 from kuberay_py.client import Client, Conflict, Resource
 
-__all__ = ["CONFLICT_RETRIES", "update_live"]
+__all__ = ["CONFLICT_RETRIES", "Edit", "update_live"]
 
 CONFLICT_RETRIES = 10  # client-go's DefaultRetry has 5 steps; a loaded 2-core machine needs more
 

@@ -21,7 +21,6 @@ import yaml
 from controllers import constants as c
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.rayservice.reconciler import RayServiceOptions
 from controllers.rayservice.setup import RayServiceController
@@ -31,7 +30,9 @@ from kuberay_py.client.config import ClientConfig
 from kuberay_py.client.resources import ENDPOINTSLICES, EVENTS, PODS
 from kuberay_py.clock import Clock
 from kuberay_py.manager.manager import Manager
-from kuberay_py.manager.options import ManagerOptions
+from tests.in_loop_manager import in_loop_manager
+from tests.live import Edit, update_live
+from tests.polling import eventually
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD_DIR = ROOT / "config" / "crd" / "bases"
@@ -107,19 +108,8 @@ def start_operator(
 ) -> Operator:
     """The manager with the RayService (and by default RayCluster) controller, running on this loop.
 
-    ``namespaces`` limits what it watches (two operators with different gates side by side)."""
-    mgr = Manager(
-        config,
-        ManagerOptions(
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            cache_selectors=cache_selectors(),
-            cache_transforms=cache_transforms(),
-            graceful_shutdown_timeout=5.0,
-            namespaces=namespaces,
-        ),
-        clock=clock,
-    )
+    ``namespaces`` limits what it watches (see ``in_loop_manager``)."""
+    mgr = in_loop_manager(config, clock=clock, namespaces=namespaces)
     if raycluster:
         setup_raycluster(mgr, options=raycluster_options)
     rs = setup_rayservice(
@@ -180,6 +170,21 @@ class ServingNamespace:
         items = (await self.client.list(EVENTS, self.namespace))["items"]
         return [e for e in items if (e.get("regarding") or {}).get("name") == name]
 
+    async def edit_rayservice(self, name: str, edit: Edit) -> dict[str, Any]:
+        """Change RayService ``name`` as a user would while the operator writes its status
+        (re-read and written again on 409, see tests/live.py)."""
+        return await update_live(self.client, c.RAYSERVICES, name, self.namespace, edit)
+
+
+def new_ray_version(svc: dict[str, Any]) -> None:
+    """An edit of ``rayClusterConfig``, so the RayService needs a new cluster (an upgrade)."""
+    svc["spec"]["rayClusterConfig"]["rayVersion"] = "2.60.0"
+
+
+def with_serve_config(config: dict[str, Any]) -> Edit:
+    """An edit that gives the RayService ``config`` as its serveConfigV2 (the same cluster)."""
+    return lambda svc: svc["spec"].update(serveConfigV2=yaml.safe_dump(config))
+
 
 # -- traffic ----------------------------------------------------------------------------------------
 
@@ -195,6 +200,12 @@ class TrafficReport:
     failures: list[str] = field(default_factory=list)
     pods_hit: set[str] = field(default_factory=set)
     min_endpoints: int | None = None
+
+    def assert_all_served(self, more_than: int) -> None:
+        """Every request answered 200, and more than ``more_than`` went out (a clean run of a
+        few requests proves nothing)."""
+        assert self.failures == [], self.failures[:10]
+        assert self.ok == self.sent > more_than, (self.ok, self.sent)
 
 
 class Traffic:
@@ -239,6 +250,11 @@ class Traffic:
         if self._task is not None and self._task.done():
             raise AssertionError(f"traffic loop ended early: {self.report}")
         return False
+
+    async def flows(self, n: int, what: str) -> None:
+        """Wait until ``n`` more requests went out from now (e.g. across a step just taken)."""
+        mark = self.report.sent
+        await eventually(lambda: self.sent_at_least(mark + n), what)
 
     async def _refresh(self) -> None:
         while not self._stop.is_set():

@@ -12,7 +12,7 @@ import asyncio
 
 from controllers.constants import RAYSERVICES
 from kuberay_py.client.resources import PODS
-from tests.live import update_live
+from tests.rayservice_harness import new_ray_version
 
 from .conftest import (
     InProcessOperator,
@@ -52,8 +52,7 @@ async def test_endpoints_follow_worker_proxies_and_user_serve_deploys_with_no_op
         sick = workers[0]
         rig.runtime.faults(rig.namespace, sick).proxy_unhealthy = True
         await rig.wait_ready_pods(SERVE_SVC, everyone - {sick})
-        mark = traffic.report.sent
-        await eventually(lambda: traffic.sent_at_least(mark + 50), "traffic without the sick worker")
+        await traffic.flows(50, "traffic without the sick worker")
         # ...and puts it back once it recovers
         rig.runtime.faults(rig.namespace, sick).proxy_unhealthy = False
         await rig.wait_ready_pods(SERVE_SVC, everyone)
@@ -63,18 +62,15 @@ async def test_endpoints_follow_worker_proxies_and_user_serve_deploys_with_no_op
         await put_serve_config(head_ip, serve_config(1))
         left = await rig.wait_ready_pods(SERVE_SVC, 2)
         assert head in left and len(left & set(workers)) == 1
-        mark = traffic.report.sent
-        await eventually(lambda: traffic.sent_at_least(mark + 50), "traffic through head + 1 worker")
+        await traffic.flows(50, "traffic through head + 1 worker")
 
         # (3) and back up: the replicas come back onto the workers, whose proxies pass readiness again
         await put_serve_config(head_ip, serve_config(3))
         await rig.wait_ready_pods(SERVE_SVC, everyone)
-        mark = traffic.report.sent
-        await eventually(lambda: traffic.sent_at_least(mark + 50), "traffic through all 4 again")
+        await traffic.flows(50, "traffic through all 4 again")
 
     report = traffic.report
-    assert report.failures == [], report.failures[:10]
-    assert report.ok == report.sent > 150
+    report.assert_all_served(150)
     assert report.min_endpoints is not None and report.min_endpoints >= 2
     assert report.pods_hit == everyone
     # nobody reconciled the RayService meanwhile: all of the above was the kubelet's doing
@@ -93,8 +89,7 @@ async def test_deleted_worker_leaves_the_endpoints_after_the_operator_was_killed
     head = (await rig.pods(cluster, "head"))[0]["metadata"]["name"]
 
     async with Traffic(rig, SERVE_SVC, max_seconds=40, max_requests=4000) as traffic:
-        mark = traffic.report.sent
-        await eventually(lambda: traffic.sent_at_least(mark + 30), "traffic before the delete")
+        await traffic.flows(30, "traffic before the delete")
         gone = workers[1]
         # a short grace period keeps the test fast: its replica has nowhere to migrate to
         # (max_replicas_per_node 1), so the node would otherwise drain for the default 30 s
@@ -103,12 +98,10 @@ async def test_deleted_worker_leaves_the_endpoints_after_the_operator_was_killed
         await rig.wait_ready_pods(SERVE_SVC, {head, *workers} - {gone})
         # ...and out of the slices entirely once the kubelet has finished it
         await eventually(lambda: _not_listed(rig, gone), f"{gone} removed from the EndpointSlices")
-        mark = traffic.report.sent
-        await eventually(lambda: traffic.sent_at_least(mark + 50), "traffic after the delete")
+        await traffic.flows(50, "traffic after the delete")
 
     report = traffic.report
-    assert report.failures == [], report.failures[:10]
-    assert report.ok == report.sent > 80
+    report.assert_all_served(80)
     # no operator: the deleted worker was not replaced
     names = {p["metadata"]["name"] for p in await rig.pods(cluster, "worker")}
     assert names == set(workers) - {gone}
@@ -153,13 +146,7 @@ async def test_upgrade_paused_by_an_operator_outage_keeps_serving_and_resumes(ri
         svc = rayservice(delay=2)
         await rig.client.create(RAYSERVICES, svc, rig.namespace)
         old, _head_ip, _workers = await _converged(rig)
-        await update_live(
-            rig.client,
-            RAYSERVICES,
-            "rs",
-            rig.namespace,
-            lambda o: o["spec"]["rayClusterConfig"].update(rayVersion="2.60.0"),
-        )
+        await rig.edit_rayservice("rs", new_ray_version)
 
         async def pending() -> str | None:
             status = (await rig.rs()).get("status") or {}
@@ -174,8 +161,7 @@ async def test_upgrade_paused_by_an_operator_outage_keeps_serving_and_resumes(ri
         # the new cluster's head comes up on its own (kubelet + Ray), but nobody submits the
         # serve config to it or switches traffic over
         await eventually(lambda: _head_ready(rig, new), f"{new}'s head Running and Ready")
-        mark = traffic.report.sent
-        await eventually(lambda: traffic.sent_at_least(mark + 100), "traffic while the upgrade is paused")
+        await traffic.flows(100, "traffic while the upgrade is paused")
         assert await rig.ready_pods(SERVE_SVC) == old_pods
 
         async with InProcessOperator(rig):
@@ -187,12 +173,10 @@ async def test_upgrade_paused_by_an_operator_outage_keeps_serving_and_resumes(ri
             await eventually(promoted, f"{new} promoted by the next operator")
             new_pods = {p["metadata"]["name"] for p in await rig.pods(new)}
             await rig.wait_ready_pods(SERVE_SVC, new_pods)
-            mark = traffic.report.sent
-            await eventually(lambda: traffic.sent_at_least(mark + 50), "traffic on the new cluster")
+            await traffic.flows(50, "traffic on the new cluster")
 
     report = traffic.report
-    assert report.failures == [], report.failures[:10]
-    assert report.ok == report.sent > 150
+    report.assert_all_served(150)
     assert report.min_endpoints is not None and report.min_endpoints >= 1
 
 

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import yaml
-
 from controllers.constants import RAYSERVICES
 from kuberay_py.client.resources import SERVICES
-from tests.live import update_live
-from tests.rayservice_harness import rayservice, serve_config
+from tests.rayservice_harness import rayservice, serve_config, with_serve_config
 
 from .conftest import Scenario, Traffic, eventually, sample, wait_ready
 
@@ -55,13 +52,7 @@ async def test_default_rayservice_probes_endpoints_and_scale_down_without_failur
 
     # num_replicas 3 -> 1 with traffic flowing through the current ready endpoints
     async with Traffic(sc, "rs-serve-svc", "/fruit", max_requests=3000, max_seconds=30) as traffic:
-        await update_live(
-            sc.client,
-            RAYSERVICES,
-            "rs",
-            sc.namespace,
-            lambda o: o["spec"].update(serveConfigV2=yaml.safe_dump(serve_config(1))),
-        )
+        await sc.edit_rayservice("rs", with_serve_config(serve_config(1)))
         await wait_ready(sc, "rs", endpoints=2)
         # the drained workers' proxies go away; keep sending until they have
         await eventually(

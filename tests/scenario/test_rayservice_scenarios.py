@@ -9,8 +9,7 @@ import yaml
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from kuberay_py.client import NotFound
 from kuberay_py.client.resources import PODS
-from tests.live import update_live
-from tests.rayservice_harness import rayservice, serve_config
+from tests.rayservice_harness import new_ray_version, rayservice, serve_config, with_serve_config
 
 from .conftest import Scenario, Traffic, condition, eventually, wait_ready
 
@@ -24,13 +23,7 @@ async def test_zero_downtime_upgrade_under_traffic(scenario: Scenario) -> None:
     old = svc["status"]["activeServiceStatus"]["rayClusterName"]
 
     async with Traffic(sc, "rs-serve-svc", "/fruit", max_seconds=40, max_requests=5000) as traffic:
-        await update_live(
-            sc.client,
-            RAYSERVICES,
-            "rs",
-            sc.namespace,
-            lambda o: o["spec"]["rayClusterConfig"].update(rayVersion="2.60.0"),
-        )
+        await sc.edit_rayservice("rs", new_ray_version)
 
         async def promoted() -> dict | None:
             cur = await sc.get("rs")
@@ -69,13 +62,7 @@ async def test_in_place_serve_config_update(scenario: Scenario) -> None:
     cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
     config = yaml.safe_load(svc["spec"]["serveConfigV2"])
     config["applications"][0]["deployments"][0]["user_config"] = {"price": 5}
-    await update_live(
-        sc.client,
-        RAYSERVICES,
-        "rs",
-        sc.namespace,
-        lambda o: o["spec"].update(serveConfigV2=yaml.safe_dump(config)),
-    )
+    await sc.edit_rayservice("rs", with_serve_config(config))
 
     async def resubmitted() -> bool:
         # repeats of one event are aggregated into series.count (events.k8s.io/v1)
@@ -103,13 +90,7 @@ async def test_rejected_serve_config_warns_while_active_keeps_serving(scenario: 
     broken = serve_config(3)
     del broken["applications"][0]["import_path"]  # Ray answers 400 "Field required"
     async with Traffic(sc, "rs-serve-svc", "/fruit", max_seconds=20, max_requests=400) as traffic:
-        await update_live(
-            sc.client,
-            RAYSERVICES,
-            "rs",
-            sc.namespace,
-            lambda o: o["spec"].update(serveConfigV2=yaml.safe_dump(broken)),
-        )
+        await sc.edit_rayservice("rs", with_serve_config(broken))
 
         async def rejected() -> dict | None:
             cur = await sc.get("rs")
