@@ -86,8 +86,9 @@ async def test_a_blocked_loop_keeps_renewing_the_lease_from_its_own_thread(
         assert await asyncio.to_thread(renewals.wait_beyond, 0, 1, DEADLINE), "no renewal before the block"
         # From here to the end of the block nothing awaits: this loop is blocked.
         blocked_at = datetime.now(UTC)
-        seen = renewals.count
         before = kube_get(kubeconfig, lease_path)["spec"]
+        # Counted after that read: the second renewal heard from here on was stamped after it.
+        seen = renewals.count
         renewed = renewals.wait_beyond(seen, RENEWALS, DEADLINE if own_thread else 2 * LEASE_DURATION)
         after = kube_get(kubeconfig, lease_path)["spec"]
         main = threading.get_ident()
