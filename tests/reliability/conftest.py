@@ -130,6 +130,14 @@ class Rig(harness.ServingNamespace):
 
         return dict(await eventually(ready, f"{name} Ready with {endpoints} endpoints"))
 
+    async def serve_sample(self) -> str:
+        """Create the sample RayService ``rs`` and wait until it serves from all four Pods (head +
+        three workers); returns its active cluster's name."""
+        await self.client.create(c.RAYSERVICES, harness.rayservice(), self.namespace)
+        svc = await self.wait_ready("rs", endpoints=4)
+        await self.wait_ready_pods("rs-serve-svc", 4)
+        return str(svc["status"]["activeServiceStatus"]["rayClusterName"])
+
     async def wait_ready_pods(self, service: str, pods: set[str] | int) -> set[str]:
         async def match() -> set[str] | None:
             ready = await self.ready_pods(service)

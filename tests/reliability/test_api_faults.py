@@ -36,10 +36,7 @@ pytestmark = pytest.mark.builtin_only
 async def test_500_429_409_during_a_scale_up_are_retried_without_deleting_anything(rig: Rig) -> None:
     ns = rig.namespace
     async with InProcessOperator(rig):
-        await rig.client.create(RAYSERVICES, rayservice(), ns)
-        svc = await rig.wait_ready("rs", endpoints=4)
-        cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
-        await rig.wait_ready_pods(SERVE_SVC, 4)
+        cluster = await rig.serve_sample()
         before = {p["metadata"]["name"]: p["metadata"]["uid"] for p in await rig.pods(cluster)}
         server = rig.server
         server.request_log.clear()
@@ -77,14 +74,12 @@ async def test_500_429_409_during_a_scale_up_are_retried_without_deleting_anythi
 
             cur = await eventually(scaled, "rs serving from 6 endpoints", timeout=60)
             await rig.wait_ready_pods(SERVE_SVC, 6)
-            mark = traffic.report.sent
-            await eventually(lambda: traffic.sent_at_least(mark + 50), "traffic after the scale-up")
+            await traffic.flows(50, "traffic after the scale-up")
 
     unfired = [(f.method, f.path.pattern, f.status, f.hits) for f in faults if f.remaining != 0]
     assert unfired == [], f"faults never triggered, so nothing was tested: {unfired}"
     report = traffic.report
-    assert report.failures == [], report.failures[:10]
-    assert report.ok == report.sent > 100
+    report.assert_all_served(100)
     assert report.min_endpoints is not None and report.min_endpoints >= 4  # never lost an endpoint
     assert cur["status"]["activeServiceStatus"]["rayClusterName"] == cluster  # no new cluster
     assert condition_true(cur, "Ready")
@@ -143,13 +138,9 @@ async def test_faults_while_a_rayservice_comes_up_give_one_cluster_and_no_delete
 
 
 async def test_expired_and_cut_watches_relist_quietly_and_changes_still_arrive(rig: Rig) -> None:
-    ns = rig.namespace
     server = rig.server
     async with InProcessOperator(rig):
-        await rig.client.create(RAYSERVICES, rayservice(), ns)
-        svc = await rig.wait_ready("rs", endpoints=4)
-        cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
-        await rig.wait_ready_pods(SERVE_SVC, 4)
+        cluster = await rig.serve_sample()
 
         # 410 Expired on every watch (an etcd compaction): every informer must relist
         server.request_log.clear()
@@ -196,10 +187,7 @@ async def test_api_server_outage_is_ridden_out_and_the_operator_resumes_without_
     ns = rig.namespace
     server = rig.server
     async with InProcessOperator(rig) as operator:
-        await rig.client.create(RAYSERVICES, rayservice(), ns)
-        svc = await rig.wait_ready("rs", endpoints=4)
-        cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
-        await rig.wait_ready_pods(SERVE_SVC, 4)
+        cluster = await rig.serve_sample()
 
         async with Traffic(rig, SERVE_SVC, max_seconds=60, max_requests=6000) as traffic:
             server.request_log.clear()
@@ -212,8 +200,7 @@ async def test_api_server_outage_is_ridden_out_and_the_operator_resumes_without_
                 return outage.hits >= 20
 
             await eventually(watches_failing, "clients hitting the outage")
-            mark = traffic.report.sent
-            await eventually(lambda: traffic.sent_at_least(mark + 100), "traffic during the outage")
+            await traffic.flows(100, "traffic during the outage")
             outage.remaining = 0  # the API server is back
 
             await update_live(rig.client, RAYSERVICES, "rs", ns, _serve_config(2))
@@ -222,8 +209,7 @@ async def test_api_server_outage_is_ridden_out_and_the_operator_resumes_without_
             assert operator.running()
 
     report = traffic.report
-    assert report.failures == [], report.failures[:10]
-    assert report.ok == report.sent > 100
+    report.assert_all_served(100)
     assert cur["status"]["activeServiceStatus"]["rayClusterName"] == cluster
     log = server.request_log.records
     assert [r for r in log if r.verb in DELETES] == []

@@ -8,6 +8,7 @@ has probed the head several times. Then we count the requests the API server saw
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.raycluster.setup import CONTROLLER_NAME as RAYCLUSTER_CONTROLLER
 from kuberay_py.client.resources import PODS
 
-from .conftest import InProcessOperator, Rig, Traffic, eventually, head_checks, rayservice, reconciles
+from .conftest import InProcessOperator, Rig, Traffic, eventually, head_checks, reconciles
 
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
 pytestmark = pytest.mark.builtin_only
@@ -37,33 +38,45 @@ async def _cluster_settled(rig: Rig, name: str, workers: int) -> dict[str, Any] 
     return rc if final else None
 
 
+async def _converged(rig: Rig) -> None:
+    """The sample RayService serving from all four Pods, and its cluster's status final."""
+    cluster = await rig.serve_sample()
+    await eventually(lambda: _cluster_settled(rig, cluster, 3), f"{cluster} status final")
+
+
+@dataclass(frozen=True)
+class Progress:
+    """The operator's work counters at one moment, so a test can wait for a whole round after it
+    (a reconcile of each kind and ten head-proxy checks) before judging what it wrote."""
+
+    rayservice: float
+    raycluster: float
+    checks: float
+
+    @classmethod
+    def now(cls) -> Progress:
+        return cls(reconciles("rayservice"), reconciles(RAYCLUSTER_CONTROLLER), head_checks())
+
+    def a_round_passed(self) -> bool:
+        now = Progress.now()
+        return (
+            now.rayservice >= self.rayservice + 1
+            and now.raycluster >= self.raycluster + 1
+            and now.checks >= self.checks + 10
+        )
+
+
 async def test_converged_rayservice_makes_zero_writes(rig: Rig) -> None:
     async with InProcessOperator(rig) as operator:
-        await rig.client.create(RAYSERVICES, rayservice(), rig.namespace)
-        svc = await rig.wait_ready("rs", endpoints=4)
-        cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
-        await eventually(lambda: _cluster_settled(rig, cluster, 3), f"{cluster} status final")
-        await rig.wait_ready_pods("rs-serve-svc", 4)
+        await _converged(rig)
 
         before = await rig.rs()
         log = rig.server.request_log
         log.clear()
-        checks, rs_runs, rc_runs = (
-            head_checks(),
-            reconciles("rayservice"),
-            reconciles(RAYCLUSTER_CONTROLLER),
-        )
+        since = Progress.now()
         for res in (RAYSERVICES, RAYCLUSTERS, PODS):
             operator.manager.cache.informer_for(res).resync()
-
-        async def window_done() -> bool:
-            return (
-                reconciles("rayservice") >= rs_runs + 1
-                and reconciles(RAYCLUSTER_CONTROLLER) >= rc_runs + 1
-                and head_checks() >= checks + 10
-            )
-
-        await eventually(window_done, "a resync round and 10 head-proxy checks")
+        await eventually(since.a_round_passed, "a resync round and 10 head-proxy checks")
         writes = [r for r in log.records if r.verb in WRITES]
         reads = [r for r in log.records if r.verb in ("get", "list")]
 
@@ -83,32 +96,19 @@ async def test_restarting_the_operator_on_a_converged_system_changes_nothing(rig
     and traffic does not notice.
     """
     async with InProcessOperator(rig) as first:
-        await rig.client.create(RAYSERVICES, rayservice(), rig.namespace)
-        svc = await rig.wait_ready("rs", endpoints=4)
-        cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
-        await eventually(lambda: _cluster_settled(rig, cluster, 3), f"{cluster} status final")
-        await rig.wait_ready_pods("rs-serve-svc", 4)
+        await _converged(rig)
         await first.stop()
     before = await rig.rs()
     log = rig.server.request_log
     log.clear()
-    checks, rs_runs, rc_runs = head_checks(), reconciles("rayservice"), reconciles(RAYCLUSTER_CONTROLLER)
+    since = Progress.now()
     async with (
         Traffic(rig, "rs-serve-svc", max_seconds=40, max_requests=4000) as traffic,
         InProcessOperator(rig),
     ):
-
-        async def caught_up() -> bool:
-            return (
-                reconciles("rayservice") >= rs_runs + 1
-                and reconciles(RAYCLUSTER_CONTROLLER) >= rc_runs + 1
-                and head_checks() >= checks + 10
-            )
-
-        await eventually(caught_up, "the new operator's first reconciles and 10 head-proxy checks")
+        await eventually(since.a_round_passed, "the new operator's first reconciles and 10 head-proxy checks")
         writes = [r for r in log.records if r.verb in WRITES]
-        mark = traffic.report.sent
-        await eventually(lambda: traffic.sent_at_least(mark + 50), "traffic after the restart")
+        await traffic.flows(50, "traffic after the restart")
 
     assert [(r.method, r.resource) for r in writes] == [("POST", "events.events.k8s.io")], writes
     resubmits = [e for e in await rig.events("rs") if e["reason"] == "UpdatedServeApplications"]
@@ -116,5 +116,4 @@ async def test_restarting_the_operator_on_a_converged_system_changes_nothing(rig
     after = await rig.rs()
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
     report = traffic.report
-    assert report.failures == [], report.failures[:10]
-    assert report.ok == report.sent > 50
+    report.assert_all_served(50)
