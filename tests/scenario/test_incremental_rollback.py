@@ -94,12 +94,18 @@ async def start(up: Upgrade) -> tuple[dict[str, Any], str, str]:
     return svc, svc["status"]["activeServiceStatus"]["rayClusterName"], await up.gateway_url(NAME)
 
 
+async def upgrade_to_weight(up: Upgrade, weight: int, what: str) -> dict[str, Any]:
+    """Start the upgrade (price 3 -> 4, a new cluster) and return the RayService once ``weight``
+    percent of the traffic is routed to the new cluster."""
+    await up.update_spec(NAME, lambda svc: new_version(svc, price=4, cpu="600m"))
+    return await reach(up, what, lambda s: s[3] == weight)
+
+
 async def test_reverting_the_spec_mid_upgrade_rolls_back_step_by_step() -> None:
     async with open_upgrade() as up:
         original, old_cluster, url = await start(up)
         async with GatewayTraffic(url) as traffic:
-            await up.update_spec(NAME, lambda svc: new_version(svc, price=4, cpu="600m"))
-            mid = await reach(up, "half the traffic on the new cluster", lambda s: s[3] == 50)
+            mid = await upgrade_to_weight(up, 50, "half the traffic on the new cluster")
             new_cluster = mid["status"]["pendingServiceStatus"]["rayClusterName"]
             statuses: list[dict[str, Any]] = []
             recorder = asyncio.create_task(up.record(NAME, statuses))  # every status written from here
@@ -148,8 +154,7 @@ async def test_a_third_spec_mid_upgrade_rolls_back_then_upgrades_to_it() -> None
     async with open_upgrade() as up:
         _, old_cluster, url = await start(up)
         async with GatewayTraffic(url) as traffic:
-            await up.update_spec(NAME, lambda svc: new_version(svc, price=4, cpu="600m"))
-            mid = await reach(up, "a quarter of the traffic on the new cluster", lambda s: s[3] == 25)
+            mid = await upgrade_to_weight(up, 25, "a quarter of the traffic on the new cluster")
             second = mid["status"]["pendingServiceStatus"]["rayClusterName"]
             await up.update_spec(NAME, lambda svc: new_version(svc, price=5, cpu="700m"))
 
@@ -183,8 +188,7 @@ async def test_operator_killed_mid_upgrade_resumes_at_its_step() -> None:
     async with open_upgrade() as up:
         _, old_cluster, url = await start(up)
         async with GatewayTraffic(url) as traffic:
-            await up.update_spec(NAME, lambda svc: new_version(svc, price=4, cpu="600m"))
-            killed_at = snapshot(await reach(up, "a quarter of the traffic moved", lambda s: s[3] == 25))
+            killed_at = snapshot(await upgrade_to_weight(up, 25, "a quarter of the traffic moved"))
             # No graceful shutdown: the task dies where it is, with its in-memory state (submitted
             # configs, deletion timers) lost, as with SIGKILL.
             up.operator.task.cancel()
