@@ -244,7 +244,8 @@ def wait_for_rules_to_see_now(api: Prometheus, job: str, *, timeout: float = 60)
     poll(fresh_scrape, timeout=timeout, what=f"a scrape of {job} after {start}")
 
     def evaluated() -> bool:
-        return all(_timestamp(g["lastEvaluation"]) > scraped[-1] for g in api.rule_groups())
+        groups = api.rule_groups()  # none loaded (yet) is not "all evaluated"
+        return bool(groups) and all(_timestamp(g["lastEvaluation"]) > scraped[-1] for g in groups)
 
     poll(evaluated, timeout=timeout, what="a rule evaluation after that scrape")
 
