@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -137,11 +138,19 @@ async def stop_operator(op: Operator) -> None:
 
 async def ready_endpoints(client: Client, namespace: str, service: str) -> list[Endpoint]:
     """Every ready endpoint of the Service's EndpointSlices, as kube-proxy would route to them."""
-    slices = await client.list(
-        ENDPOINTSLICES, namespace, label_selector=f"kubernetes.io/service-name={service}"
-    )
+    slices = await client.list(ENDPOINTSLICES, namespace, label_selector=service_slices(service))
+    return ready_in(slices["items"])
+
+
+def service_slices(service: str) -> str:
+    """The label selector of a Service's EndpointSlices."""
+    return f"kubernetes.io/service-name={service}"
+
+
+def ready_in(slices: Iterable[dict[str, Any]]) -> list[Endpoint]:
+    """The ready endpoints these EndpointSlices hold."""
     out: list[Endpoint] = []
-    for s in slices["items"]:
+    for s in slices:
         ports = [int(p["port"]) for p in s.get("ports") or [] if p.get("port")]
         for ep in s.get("endpoints") or []:
             if (ep.get("conditions") or {}).get("ready") is True:

@@ -30,7 +30,7 @@ import yaml
 from controllers import constants as c
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.raysim import RayPodRuntime
-from kuberay_py.client.resources import PODS, SERVICES
+from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SERVICES
 from kuberay_py.envtest import Environment
 from kuberay_py.metrics import registry
 from tests import golden
@@ -39,8 +39,10 @@ from tests.rayservice_harness import (
     CRD_DIR,
     Operator,
     ServingNamespace,
+    ready_in,
     sample,
     serve_config,
+    service_slices,
     start_operator,
     stop_operator,
 )
@@ -121,68 +123,80 @@ async def rig() -> AsyncIterator[Rig]:
 
 @dataclass
 class Churn:
-    """Creates and deletes of Pods and RayClusters seen by a watch, and the fewest serve endpoints."""
+    """Creates and deletes of Pods and RayClusters seen by a watch, and the fewest serve endpoints
+    (distinct ready Pods) in any state of the serve Service's EndpointSlices the watch delivered."""
 
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, kind, name)
     min_endpoints: int | None = None
-    samples: int = 0
+    samples: int = 0  # EndpointSlice states seen: the list, then one per watch event
+
+    def sample(self, slices: dict[str, dict[str, Any]]) -> None:
+        ready = len({pod for _, _, pod in ready_in(slices.values())})
+        self.samples += 1
+        self.min_endpoints = ready if self.min_endpoints is None else min(self.min_endpoints, ready)
 
 
 @contextlib.asynccontextmanager
 async def watching(rig: Rig, serve_service: str) -> AsyncIterator[Churn]:
-    """Watch Pods and RayClusters from a list taken before anything happens, and wait until each
-    watch has delivered an event written after it started (an annotation on an existing object):
-    only then can an empty ``churn.events`` mean that nothing was created or deleted."""
+    """Watch Pods, RayClusters and the serve Service's EndpointSlices from a list taken before
+    anything happens. A probe (an annotation on an existing object of each kind) goes through
+    every watch first, so an empty ``churn.events`` means that nothing was created or deleted, and
+    again at the end, so every change up to then has been seen."""
     churn = Churn()
-    token = str(next(_probes))
-    established = {PODS.kind: asyncio.Event(), RAYCLUSTERS.kind: asyncio.Event()}
-    listed = {res.kind: await rig.client.list(res, rig.namespace) for res in (PODS, RAYCLUSTERS)}
+    slices_of = {ENDPOINTSLICES.kind: service_slices(serve_service)}
+    kinds = (PODS, RAYCLUSTERS, ENDPOINTSLICES)
+    listed = {
+        res.kind: await rig.client.list(res, rig.namespace, label_selector=slices_of.get(res.kind))
+        for res in kinds
+    }
+    slices = {s["metadata"]["name"]: s for s in listed[ENDPOINTSLICES.kind]["items"]}
+    churn.sample(slices)
+    seen: dict[tuple[str, str], asyncio.Event] = {}  # (kind, probe token) -> delivered
 
     async def watch(res: Any) -> None:
         rv = listed[res.kind]["metadata"]["resourceVersion"]
-        async for event in rig.client.watch(res, rig.namespace, resource_version=rv):
+        events = rig.client.watch(
+            res, rig.namespace, resource_version=rv, label_selector=slices_of.get(res.kind)
+        )
+        async for event in events:
             meta = event["object"]["metadata"]
-            if event["type"] in ("ADDED", "DELETED"):
+            if res is ENDPOINTSLICES:
+                if event["type"] == "DELETED":
+                    slices.pop(meta["name"], None)
+                else:
+                    slices[meta["name"]] = event["object"]
+                churn.sample(slices)
+            elif event["type"] in ("ADDED", "DELETED"):
                 churn.events.append((event["type"], res.kind, meta["name"]))
-            elif (meta.get("annotations") or {}).get(WATCH_PROBE) == token:
-                established[res.kind].set()
+            token = (meta.get("annotations") or {}).get(WATCH_PROBE)
+            if token is not None:
+                seen.setdefault((res.kind, token), asyncio.Event()).set()
 
-    async def sample_endpoints() -> None:
-        while True:
-            ready = {pod for _, _, pod in await rig.ready_endpoints(serve_service)}
-            churn.samples += 1
-            churn.min_endpoints = (
-                len(ready) if churn.min_endpoints is None else min(churn.min_endpoints, len(ready))
-            )
-            await asyncio.sleep(0.05)
-
-    watches = [asyncio.create_task(watch(PODS)), asyncio.create_task(watch(RAYCLUSTERS))]
-    tasks = [*watches, asyncio.create_task(sample_endpoints())]
-    try:
-        for res in (PODS, RAYCLUSTERS):
+    async def probe() -> None:
+        """Annotate one object of each kind and wait until every watch delivered it (or one ended)."""
+        token = str(next(_probes))
+        for res in kinds:
             first = listed[res.kind]["items"][0]["metadata"]["name"]
             await rig.client.patch(
                 res, first, {"metadata": {"annotations": {WATCH_PROBE: token}}}, rig.namespace
             )
-        both = asyncio.gather(*(e.wait() for e in established.values()))
-        # both probes seen, or a watch ended (it failed): whichever comes first
-        await asyncio.wait([both, *watches], timeout=30, return_when=asyncio.FIRST_COMPLETED)
-        both.cancel()
-        assert all(e.is_set() for e in established.values()), ("watches not established", watches)
+        waits = [seen.setdefault((res.kind, token), asyncio.Event()) for res in kinds]
+        delivered = asyncio.gather(*(e.wait() for e in waits))
+        await asyncio.wait([delivered, *watches], timeout=30, return_when=asyncio.FIRST_COMPLETED)
+        delivered.cancel()
+        assert all(e.is_set() for e in waits), ("a watch missed the probe", watches)
+
+    watches = [asyncio.create_task(watch(res)) for res in kinds]
+    try:
+        await probe()
         yield churn
-        # one more endpoint sample after the last step, so the whole takeover is covered
-        taken = churn.samples
-        await eventually(lambda: _sampled_since(churn, taken), "a last endpoint sample", 10)
+        await probe()
         for task in watches:  # a watch that ended early would have stopped counting
             assert not task.done(), task
     finally:
-        for task in tasks:
+        for task in watches:
             task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-
-async def _sampled_since(churn: Churn, taken: int) -> bool:
-    return churn.samples > taken
+        await asyncio.gather(*watches, return_exceptions=True)
 
 
 def _from_golden(obj: dict[str, Any], namespace: str, names: dict[str, str]) -> dict[str, Any]:
