@@ -7,14 +7,17 @@ a test's teardown stays bounded.
 
 from __future__ import annotations
 
+import asyncio
+
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from kuberay_py.client import ClientConfig
 from kuberay_py.clock import Clock
 from kuberay_py.manager import Manager, ManagerOptions
 
-__all__ = ["in_loop_manager"]
+__all__ = ["in_loop_manager", "stop_in_loop"]
 
 GRACEFUL_SHUTDOWN = 5.0
+STOP_BOUND = 15.0  # past the graceful shutdown: a stop that hangs is cancelled, not waited on
 
 
 def in_loop_manager(
@@ -30,3 +33,15 @@ def in_loop_manager(
         namespaces=namespaces,
     )
     return Manager(config, options, clock=clock)
+
+
+async def stop_in_loop(manager: Manager, run: asyncio.Task[None]) -> None:
+    """Stop ``manager`` (whose ``run()`` is the task ``run``) gracefully; cancel it if it does not
+    finish within its grace period."""
+    if run.done():
+        return
+    manager.stop()
+    try:
+        await asyncio.wait_for(run, STOP_BOUND)
+    except Exception:
+        run.cancel()

@@ -31,7 +31,7 @@ from kuberay_py.client.resources import SECRETS, SERVICES
 from kuberay_py.clock import Clock
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager
-from tests.in_loop_manager import in_loop_manager
+from tests.in_loop_manager import in_loop_manager, stop_in_loop
 from tests.polling import eventually
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,13 +50,7 @@ class JobOperator:
     task: asyncio.Task[None]
 
     async def stop(self) -> None:
-        if self.task.done():
-            return
-        self.manager.stop()
-        try:
-            await asyncio.wait_for(self.task, 15)
-        except Exception:
-            self.task.cancel()
+        await stop_in_loop(self.manager, self.task)
 
 
 def start_job_operator(

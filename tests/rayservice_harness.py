@@ -31,7 +31,7 @@ from kuberay_py.client.config import ClientConfig
 from kuberay_py.client.resources import ENDPOINTSLICES, EVENTS, PODS
 from kuberay_py.clock import Clock
 from kuberay_py.manager.manager import Manager
-from tests.in_loop_manager import in_loop_manager
+from tests.in_loop_manager import in_loop_manager, stop_in_loop
 from tests.live import Edit, update_live
 from tests.polling import eventually
 
@@ -124,13 +124,7 @@ def start_operator(
 
 async def stop_operator(op: Operator) -> None:
     """Graceful stop; cancelled if it does not finish within its grace period."""
-    if op.task.done():
-        return
-    op.manager.stop()
-    try:
-        await asyncio.wait_for(op.task, 15)
-    except Exception:
-        op.task.cancel()
+    await stop_in_loop(op.manager, op.task)
 
 
 # -- what a namespace serves ------------------------------------------------------------------------
