@@ -33,7 +33,7 @@ from kuberay_py.clock import Clock
 from kuberay_py.manager.manager import Manager
 from tests.in_loop_manager import in_loop_manager, stop_in_loop
 from tests.live import Edit, update_live
-from tests.polling import eventually
+from tests.polling import condition, eventually
 
 ROOT = Path(__file__).resolve().parents[1]
 CRD_DIR = ROOT / "config" / "crd" / "bases"
@@ -172,6 +172,41 @@ class ServingNamespace:
     async def events(self, name: str) -> list[dict[str, Any]]:
         items = (await self.client.list(EVENTS, self.namespace))["items"]
         return [e for e in items if (e.get("regarding") or {}).get("name") == name]
+
+    async def rayservice_ready(
+        self, name: str, endpoints: int | None = None, *, settled: bool = False, timeout: float = 40.0
+    ) -> dict[str, Any]:
+        """RayService ``name`` once Ready (with ``endpoints`` serve endpoints, if given; with no
+        pending cluster left if ``settled``). On a timeout the error shows its status (without
+        the nested cluster statuses) and every Pod's serve label and phase."""
+
+        async def ready() -> dict[str, Any] | None:
+            svc: dict[str, Any] = await self.client.get(c.RAYSERVICES, name, self.namespace)
+            status = svc.get("status") or {}
+            if condition(svc, "Ready").get("status") != "True":
+                return None
+            if endpoints is not None and status.get("numServeEndpoints") != endpoints:
+                return None
+            if settled and (status.get("pendingServiceStatus") or {}).get("rayClusterName"):
+                return None
+            return svc
+
+        try:
+            return dict(await eventually(ready, f"{name} Ready with {endpoints} endpoints", timeout))
+        except AssertionError as exc:
+            svc = await self.client.get(c.RAYSERVICES, name, self.namespace)
+            status = svc.get("status") or {}
+            for key in ("activeServiceStatus", "pendingServiceStatus"):
+                (status.get(key) or {}).pop("rayClusterStatus", None)
+            pods = [
+                (
+                    p["metadata"]["name"],
+                    p["metadata"]["labels"].get("ray.io/serve"),
+                    (p.get("status") or {}).get("phase"),
+                )
+                for p in (await self.client.list(PODS, self.namespace))["items"]
+            ]
+            raise AssertionError(f"{exc}\nstatus: {status}\npods: {pods}") from None
 
     async def edit_rayservice(self, name: str, edit: Edit) -> dict[str, Any]:
         """Change RayService ``name`` as a user would while the operator writes its status

@@ -118,17 +118,8 @@ class Rig(harness.ServingNamespace):
         }
 
     async def wait_ready(self, name: str = "rs", endpoints: int | None = None) -> dict[str, Any]:
-        async def ready() -> dict[str, Any] | None:
-            svc = await self.rs(name)
-            if condition(svc, "Ready").get("status") != "True":
-                return None
-            if endpoints is not None and (svc.get("status") or {}).get("numServeEndpoints") != endpoints:
-                return None
-            if (svc.get("status") or {}).get("pendingServiceStatus", {}).get("rayClusterName"):
-                return None
-            return svc
-
-        return dict(await eventually(ready, f"{name} Ready with {endpoints} endpoints"))
+        """Ready, and no upgrade in flight (no pending cluster)."""
+        return await self.rayservice_ready(name, endpoints, settled=True, timeout=30.0)
 
     async def serve_sample(self) -> str:
         """Create the sample RayService ``rs`` and wait until it serves from all four Pods (head +

@@ -15,7 +15,6 @@ import pytest
 
 from controllers.constants import RAYSERVICES
 from controllers.raysim import RayPodRuntime, Timings
-from kuberay_py.client.resources import PODS
 from kuberay_py.envtest import Environment
 from tests.polling import condition, eventually
 from tests.rayservice_harness import (
@@ -48,30 +47,7 @@ class Scenario(ServingNamespace):
 async def wait_ready(
     sc: Scenario, name: str, endpoints: int | None = None, timeout: float = 40.0
 ) -> dict[str, Any]:
-    async def ready() -> dict[str, Any] | None:
-        svc = await sc.get(name)
-        if condition(svc, "Ready").get("status") != "True":
-            return None
-        if endpoints is not None and (svc.get("status") or {}).get("numServeEndpoints") != endpoints:
-            return None
-        return svc
-
-    try:
-        return dict(await eventually(ready, f"{name} Ready with {endpoints} endpoints", timeout))
-    except AssertionError as exc:
-        svc = await sc.get(name)
-        status = svc.get("status") or {}
-        for key in ("activeServiceStatus", "pendingServiceStatus"):
-            (status.get(key) or {}).pop("rayClusterStatus", None)
-        pods = [
-            (
-                p["metadata"]["name"],
-                p["metadata"]["labels"].get("ray.io/serve"),
-                (p.get("status") or {}).get("phase"),
-            )
-            for p in (await sc.client.list(PODS, sc.namespace))["items"]
-        ]
-        raise AssertionError(f"{exc}\nstatus: {status}\npods: {pods}") from None
+    return await sc.rayservice_ready(name, endpoints, timeout=timeout)
 
 
 @pytest.fixture
