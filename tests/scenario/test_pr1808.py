@@ -107,25 +107,23 @@ async def test_custom_serve_service_sample(scenario: Scenario) -> None:
     assert {port for _, port, _ in endpoints} == {8000}
 
 
+def http_probe(path: str, port: int, *, delay: int, period: int, failure: int, timeout: int) -> dict:
+    """A user's own HTTP probe (values the operator's defaults never use)."""
+    return {
+        "httpGet": {"path": path, "port": port},
+        "initialDelaySeconds": delay,
+        "periodSeconds": period,
+        "failureThreshold": failure,
+        "timeoutSeconds": timeout,
+        "successThreshold": 1,
+    }
+
+
 async def test_user_defined_probes_are_kept_byte_for_byte(scenario: Scenario) -> None:
     sc = scenario
     svc = rayservice()
-    head_probe = {
-        "httpGet": {"path": "/api/local_raylet_healthz", "port": 52365},
-        "initialDelaySeconds": 3,
-        "periodSeconds": 7,
-        "failureThreshold": 4,
-        "timeoutSeconds": 3,
-        "successThreshold": 1,
-    }
-    worker_readiness = {
-        "httpGet": {"path": "/-/healthz", "port": 8000},
-        "initialDelaySeconds": 2,
-        "periodSeconds": 3,
-        "failureThreshold": 2,
-        "timeoutSeconds": 1,
-        "successThreshold": 1,
-    }
+    head_probe = http_probe("/api/local_raylet_healthz", 52365, delay=3, period=7, failure=4, timeout=3)
+    worker_readiness = http_probe("/-/healthz", 8000, delay=2, period=3, failure=2, timeout=1)
     spec = svc["spec"]["rayClusterConfig"]
     spec["headGroupSpec"]["template"]["spec"]["containers"][0].update(
         livenessProbe=head_probe, readinessProbe=head_probe
