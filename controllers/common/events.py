@@ -18,11 +18,11 @@ from collections.abc import Awaitable
 from typing import Protocol, TypeVar
 
 from controllers import constants as C
-from kuberay_py.client import AlreadyExists, ApiError
+from kuberay_py.client import AlreadyExists, ApiError, NotFound
 from kuberay_py.manager.events import EventType
 from kuberay_py.objects import Obj
 
-__all__ = ["EventType", "Recorder", "create_once", "write_with_events"]
+__all__ = ["EventType", "Recorder", "create_once", "delete_once", "write_with_events"]
 
 T = TypeVar("T")
 
@@ -77,3 +77,23 @@ async def create_once(
         )
     except AlreadyExists:
         return None
+
+
+async def delete_once(
+    recorder: Recorder,
+    about: Obj,
+    delete: Awaitable[object],
+    *,
+    failed: tuple[str, str] | None,
+    done: tuple[str, str],
+) -> bool:
+    """A delete with its events; False (and no event) if the object was already gone.
+
+    Deletes follow the cache, which lags: the object may have gone since (a garbage collection,
+    another reconcile, the user), and that is the outcome we wanted, not a failure.
+    """
+    try:
+        await write_with_events(recorder, about, delete, failed=failed, done=done, expected=(NotFound,))
+    except NotFound:
+        return False
+    return True

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from controllers import constants as C
 from controllers.common import cluster as common
-from controllers.common.events import write_with_events
+from controllers.common.events import create_once, write_with_events
 from controllers.common.objects import annotations_of
 from controllers.raycluster.auth import auth_secret_name, build_auth_secret, generates_auth_secret
 from controllers.raycluster.autoscaler import (
@@ -29,7 +29,7 @@ from controllers.raycluster.services import (
     build_headless_worker_service,
     build_serve_service,
 )
-from kuberay_py.client import AlreadyExists, NotFound, Resource
+from kuberay_py.client import NotFound, Resource
 from kuberay_py.client.resources import INGRESSES, ROLEBINDINGS, ROLES, SECRETS, SERVICEACCOUNTS, SERVICES
 from kuberay_py.objects import Obj
 
@@ -250,14 +250,10 @@ async def _create(
 ) -> Obj | None:
     """Create a child with its events; None when it already exists (someone raced us)."""
     ref = f"{res.kind} {ctx.namespace}/{name}"
-    try:
-        return await write_with_events(
-            ctx.recorder,
-            ctx.cluster,
-            ctx.client.create(res, body, ctx.namespace),
-            failed=(failed, f"Failed to create {ref}: {{error}}"),
-            done=(created, f"Created {event_noun(res.kind)} {ctx.namespace}/{name}"),
-            expected=(AlreadyExists,),
-        )
-    except AlreadyExists:
-        return None
+    return await create_once(
+        ctx.recorder,
+        ctx.cluster,
+        ctx.client.create(res, body, ctx.namespace),
+        failed=(failed, f"Failed to create {ref}: {{error}}"),
+        done=(created, f"Created {event_noun(res.kind)} {ctx.namespace}/{name}"),
+    )

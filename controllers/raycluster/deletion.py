@@ -15,7 +15,7 @@ from typing import Any
 from controllers import constants as C
 from controllers.api.names import parse_go_duration
 from controllers.common import cluster as common
-from controllers.common.events import write_with_events
+from controllers.common.events import create_once
 from controllers.common.finalizers import finalizer_update
 from controllers.common.objects import annotations_of, is_deleting, labels_of
 from controllers.raycluster.context import ClusterContext
@@ -23,7 +23,7 @@ from controllers.raycluster.gcs_embedded import is_embedded
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import external_storage_namespace
 from controllers.raycluster.redis_cleanup import build_redis_cleanup_job, redis_cleanup_job_name
-from kuberay_py.client import AlreadyExists, Client, NotFound
+from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import JOBS, PODS
 
 __all__ = ["DEFAULT_FT_DELETION_TIMEOUT", "add_finalizer", "finalize", "needs_finalizer"]
@@ -115,20 +115,16 @@ async def finalize(ctx: ClusterContext) -> float | None:
     try:
         job = await client.get(JOBS, job_name, ns)
     except NotFound:
-        try:
-            await write_with_events(
-                ctx.recorder,
-                cluster,
-                client.create(JOBS, build_redis_cleanup_job(cluster, options), ns),
-                failed=(
-                    C.EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
-                    f"Failed to create Job {ns}/{job_name}: {{error}}",
-                ),
-                done=(C.EVENT_CREATED_REDIS_CLEANUP_JOB, f"Created Redis cleanup Job {ns}/{job_name}"),
-                expected=(AlreadyExists,),
-            )
-        except AlreadyExists:
-            pass
+        await create_once(
+            ctx.recorder,
+            cluster,
+            client.create(JOBS, build_redis_cleanup_job(cluster, options), ns),
+            failed=(
+                C.EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
+                f"Failed to create Job {ns}/{job_name}: {{error}}",
+            ),
+            done=(C.EVENT_CREATED_REDIS_CLEANUP_JOB, f"Created Redis cleanup Job {ns}/{job_name}"),
+        )
         return min(options.redis_cleanup_poll, remaining)
     if _job_finished(job):
         await _remove_finalizer(client, cluster)

@@ -24,9 +24,10 @@ from typing import Any
 from controllers import constants as C
 from controllers.common import cluster as common
 from controllers.common.cache import CacheReader
-from controllers.common.events import Recorder, write_with_events
+from controllers.common.events import Recorder, create_once, delete_once, write_with_events
+from controllers.common.objects import owned_by
 from controllers.raycluster.networkpolicy import build_policies, normalised_spec, same_policy
-from kuberay_py.client import AlreadyExists, Client, NotFound
+from kuberay_py.client import Client
 from kuberay_py.client.resources import NETWORKPOLICIES
 from kuberay_py.controller import Request, Result
 from kuberay_py.log import get_logger
@@ -42,13 +43,6 @@ class NameCollision(Exception):
     """A NetworkPolicy of the wanted name exists and another owner controls it."""
 
 
-def _controlled_by(obj: Obj, cluster: Obj) -> bool:
-    uid = cluster["metadata"]["uid"]
-    return any(
-        r.get("controller") and r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or []
-    )
-
-
 class NetworkPolicyReconciler:
     def __init__(self, client: Client, cache: CacheReader, recorder: Recorder) -> None:
         self.client = client
@@ -60,7 +54,7 @@ class NetworkPolicyReconciler:
         if cluster is None or cluster["metadata"].get("deletionTimestamp"):
             return Result()
         managed_by = common.spec(cluster).get("managedBy")
-        if managed_by and managed_by != "ray.io/kuberay-operator":
+        if managed_by and managed_by != C.MANAGED_BY_KUBERAY:
             log.info("skipping RayCluster managed by a custom controller", managed_by=managed_by)
             return Result()
         if common.spec(cluster).get("networkPolicy") is None:
@@ -76,22 +70,20 @@ class NetworkPolicyReconciler:
         ns, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
         existing = self.cache.get(NETWORKPOLICIES, name, ns)
         if existing is None:
-            try:
-                await write_with_events(
-                    self.recorder,
-                    cluster,
-                    self.client.create(NETWORKPOLICIES, desired, ns),
-                    failed=(
-                        "FailedToCreateNetworkPolicy",
-                        f"Failed to create NetworkPolicy {ns}/{name}: {{error}}",
-                    ),
-                    done=("CreatedNetworkPolicy", f"Created NetworkPolicy {ns}/{name}"),
-                    expected=(AlreadyExists,),
-                )
+            created = await create_once(
+                self.recorder,
+                cluster,
+                self.client.create(NETWORKPOLICIES, desired, ns),
+                failed=(
+                    "FailedToCreateNetworkPolicy",
+                    f"Failed to create NetworkPolicy {ns}/{name}: {{error}}",
+                ),
+                done=("CreatedNetworkPolicy", f"Created NetworkPolicy {ns}/{name}"),
+            )
+            if created is not None:
                 return
-            except AlreadyExists:
-                existing = await self.client.get(NETWORKPOLICIES, name, ns)  # the cache had not seen it yet
-        if not _controlled_by(existing, cluster):
+            existing = await self.client.get(NETWORKPOLICIES, name, ns)  # the cache had not seen it yet
+        if not owned_by(existing, cluster["metadata"]["uid"]):
             self.recorder.event(
                 cluster,
                 C.WARNING,
@@ -119,20 +111,15 @@ class NetworkPolicyReconciler:
         ns, cluster_name = cluster["metadata"]["namespace"], cluster["metadata"]["name"]
         for policy in self.cache.list(NETWORKPOLICIES, ns, labels={C.RAY_CLUSTER_LABEL_KEY: cluster_name}):
             name = policy["metadata"]["name"]
-            if name in wanted or not _controlled_by(policy, cluster):
+            if name in wanted or not owned_by(policy, cluster["metadata"]["uid"]):
                 continue
-            try:
-                await write_with_events(
-                    self.recorder,
-                    cluster,
-                    self.client.delete(NETWORKPOLICIES, name, ns),
-                    failed=(
-                        "FailedToDeleteNetworkPolicy",
-                        f"Failed to delete NetworkPolicy {ns}/{name}: {{error}}",
-                    ),
-                    done=("DeletedNetworkPolicy", f"Deleted NetworkPolicy {ns}/{name}"),
-                    expected=(NotFound,),
-                )
-            except NotFound:
-                continue
-
+            await delete_once(
+                self.recorder,
+                cluster,
+                self.client.delete(NETWORKPOLICIES, name, ns),
+                failed=(
+                    "FailedToDeleteNetworkPolicy",
+                    f"Failed to delete NetworkPolicy {ns}/{name}: {{error}}",
+                ),
+                done=("DeletedNetworkPolicy", f"Deleted NetworkPolicy {ns}/{name}"),
+            )

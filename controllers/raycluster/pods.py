@@ -17,14 +17,14 @@ import anyio
 from controllers import constants as C
 from controllers.common import cluster as common
 from controllers.common.conditions import is_condition_true
-from controllers.common.events import write_with_events
+from controllers.common.events import delete_once, write_with_events
 from controllers.common.objects import annotations_of, labels_of
 from controllers.common.pods import live_pods
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.pod import build_head_pod, build_worker_pod
 from controllers.raycluster.scaling import plan_group, should_delete_pod
 from controllers.spechash import recreate_hash
-from kuberay_py.client import ApiError, NotFound
+from kuberay_py.client import ApiError
 from kuberay_py.client.resources import PODS
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
@@ -198,18 +198,17 @@ async def _delete(ctx: ClusterContext, pod: Obj, *, head: bool, why: str) -> Non
     name, ns = pod["metadata"]["name"], pod["metadata"]["namespace"]
     ok, failed, reason = _DELETE_NAMES[head]
     try:
-        await write_with_events(
+        deleted = await delete_once(
             ctx.recorder,
             ctx.cluster,
             ctx.client.delete(PODS, name, ns),
             failed=(failed, f"Failed to delete Pod {name}: {{error}}"),
             done=(ok, f"Deleted Pod {ns}/{name}. {why}".strip()),
-            expected=(NotFound,),
         )
-    except NotFound:
-        return
     except ApiError as exc:
         raise ReplicaFailure(reason, str(exc)) from exc
+    if not deleted:
+        return
     ctx.expectations.expect_deleted(ctx.key, pod)
 
 

@@ -10,7 +10,7 @@ clusterSelector job still honours ``DeleteSelf`` and ``DELETE_RAYJOB_CR_AFTER_JO
 from __future__ import annotations
 
 from controllers import constants as C
-from controllers.common.events import write_with_events
+from controllers.common.events import delete_once, write_with_events
 from controllers.common.finalizers import finalizer_update
 from controllers.rayjob.builders import RAYJOB_FINALIZER
 from controllers.rayjob.context import JobContext
@@ -55,17 +55,13 @@ async def _delete_self(ctx: JobContext) -> None:
 async def _delete_cluster(ctx: JobContext) -> None:
     name = str(ctx.status.get("rayClusterName") or "")
     ref = f"{ctx.namespace}/{name}"
-    try:
-        await write_with_events(
-            ctx.recorder,
-            ctx.job,
-            ctx.client.delete(C.RAYCLUSTERS, name, ctx.namespace, propagation_policy="Background"),
-            failed=("FailedToDeleteRayCluster", f"Failed to delete cluster {ref}: {{error}}"),
-            done=("DeletedRayCluster", f"Deleted cluster {ref}"),
-            expected=(NotFound,),
-        )
-    except NotFound:
-        pass
+    await delete_once(
+        ctx.recorder,
+        ctx.job,
+        ctx.client.delete(C.RAYCLUSTERS, name, ctx.namespace, propagation_policy="Background"),
+        failed=("FailedToDeleteRayCluster", f"Failed to delete cluster {ref}: {{error}}"),
+        done=("DeletedRayCluster", f"Deleted cluster {ref}"),
+    )
 
 
 async def _delete_workers(ctx: JobContext, cluster: Obj) -> None:

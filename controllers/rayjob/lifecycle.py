@@ -12,13 +12,13 @@ from __future__ import annotations
 from typing import Any, cast
 
 from controllers import constants as C
-from controllers.common.events import create_once, write_with_events
+from controllers.common.events import create_once, delete_once
 from controllers.common.names import generate_name
 from controllers.rayjob import builders, scheduling
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.dashboard_access import stop_ray_job
 from controllers.rayjob.shapes import FINISHED_JOB_STATUSES
-from kuberay_py.client import NotFound, Resource
+from kuberay_py.client import Resource
 from kuberay_py.client.resources import JOBS
 from kuberay_py.objects import Obj
 
@@ -163,18 +163,14 @@ async def _delete(
     if cached["metadata"].get("deletionTimestamp"):
         return False  # in progress; its removal from the cache wakes us
     ref = f"{ctx.namespace}/{name}"
-    try:
-        await write_with_events(
-            ctx.recorder,
-            ctx.job,
-            ctx.client.delete(res, name, ctx.namespace, propagation_policy="Background"),
-            failed=(reason_bad, f"Failed to delete {what} {ref}: {{error}}"),
-            done=(reason_ok, f"Deleted {what} {ref}"),
-            expected=(NotFound,),
-        )
-    except NotFound:
-        return True
-    return False
+    deleted = await delete_once(
+        ctx.recorder,
+        ctx.job,
+        ctx.client.delete(res, name, ctx.namespace, propagation_policy="Background"),
+        failed=(reason_bad, f"Failed to delete {what} {ref}: {{error}}"),
+        done=(reason_ok, f"Deleted {what} {ref}"),
+    )
+    return not deleted
 
 
 async def suspending_or_retrying(ctx: JobContext) -> None:

@@ -13,7 +13,7 @@ from typing import Any, cast
 
 from controllers import constants as C
 from controllers.common.cluster import head_service_name
-from controllers.common.events import write_with_events
+from controllers.common.events import create_once, write_with_events
 from controllers.ray.dashboard import DashboardClosed, DashboardError
 from controllers.ray.jobs import TERMINAL_JOB_STATUSES, JobAlreadySubmitted, JobInfo, JobSubmission
 from controllers.rayjob import builders
@@ -21,7 +21,7 @@ from controllers.rayjob.context import JobContext
 from controllers.rayjob.dashboard_access import NoDashboard, ray_jobs, stop_ray_job
 from controllers.rayjob.lifecycle import active_deadline_passed, get_or_create_cluster
 from controllers.rayjob.shapes import JobStatus
-from kuberay_py.client import AlreadyExists, Conflict
+from kuberay_py.client import Conflict
 from kuberay_py.client.resources import JOBS, PODS, SERVICES
 from kuberay_py.clock import format_rfc3339, parse_rfc3339
 from kuberay_py.log import get_logger
@@ -136,17 +136,13 @@ async def _head_service(ctx: JobContext, cluster: Obj) -> None:
     source = ctx.cache.get(SERVICES, head_service_name(cluster), ctx.namespace)
     if source is None:
         return  # the cluster's head Service appears with the cluster becoming ready
-    try:
-        await write_with_events(
-            ctx.recorder,
-            ctx.job,
-            ctx.client.create(SERVICES, builders.job_head_service(ctx.job, cluster, source), ctx.namespace),
-            failed=("FailedToCreateService", f"Failed to create the service {ref}, {{error}}"),
-            done=("CreatedService", f"Created the service {ref}"),
-            expected=(AlreadyExists,),
-        )
-    except AlreadyExists:
-        pass
+    await create_once(
+        ctx.recorder,
+        ctx.job,
+        ctx.client.create(SERVICES, builders.job_head_service(ctx.job, cluster, source), ctx.namespace),
+        failed=("FailedToCreateService", f"Failed to create the service {ref}, {{error}}"),
+        done=("CreatedService", f"Created the service {ref}"),
+    )
 
 
 def _ms(value: int) -> str | None:

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from controllers import constants as c
 from controllers.common.conditions import is_condition_true
-from controllers.common.events import create_once, write_with_events
+from controllers.common.events import create_once, delete_once, write_with_events
 from controllers.common.names import generate_name
 from controllers.common.objects import annotations_of, is_deleting
 from controllers.constants import RAYCLUSTERS
@@ -84,22 +84,18 @@ async def clean_up_dangling_clusters(ctx: ServiceContext) -> None:
 
 async def delete_cluster(ctx: ServiceContext, cluster: Obj) -> None:
     ref = f"{cluster['metadata']['namespace']}/{cluster['metadata']['name']}"
-    try:
-        await write_with_events(
-            ctx.recorder,
-            ctx.svc,
-            ctx.client.delete(
-                RAYCLUSTERS,
-                cluster["metadata"]["name"],
-                cluster["metadata"]["namespace"],
-                propagation_policy="Background",
-            ),
-            failed=(c.EVENT_FAILED_TO_DELETE_RAYCLUSTER, f"Failed to delete the RayCluster {ref}: {{error}}"),
-            done=(c.EVENT_DELETED_RAYCLUSTER, f"Deleted the RayCluster {ref}"),
-            expected=(NotFound,),
-        )
-    except NotFound:
-        return
+    await delete_once(
+        ctx.recorder,
+        ctx.svc,
+        ctx.client.delete(
+            RAYCLUSTERS,
+            cluster["metadata"]["name"],
+            cluster["metadata"]["namespace"],
+            propagation_policy="Background",
+        ),
+        failed=(c.EVENT_FAILED_TO_DELETE_RAYCLUSTER, f"Failed to delete the RayCluster {ref}: {{error}}"),
+        done=(c.EVENT_DELETED_RAYCLUSTER, f"Deleted the RayCluster {ref}"),
+    )
 
 
 async def reconcile_clusters(ctx: ServiceContext) -> tuple[Obj | None, Obj | None]:

@@ -20,7 +20,7 @@ from typing import Any, cast
 
 from controllers import constants as c
 from controllers.api.rayservice import ClusterUpgradeOptions
-from controllers.common.events import write_with_events
+from controllers.common.events import create_once, delete_once, write_with_events
 from controllers.common.heads import head_pod
 from controllers.common.names import generate_name
 from controllers.common.objects import is_deleting, owned_by
@@ -52,7 +52,7 @@ from controllers.rayservice.incremental_steps import (
 from controllers.rayservice.services import ServeServiceError, build_rayservice_head_service
 from controllers.rayservice.status import calculate_conditions, copy_cluster_statuses, rfc3339
 from controllers.rayservice.traffic import apply_service, count_endpoints
-from kuberay_py.client import AlreadyExists, Conflict, NotFound, Resource
+from kuberay_py.client import Conflict, Resource
 from kuberay_py.client.resources import GATEWAYS, HTTPROUTES
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
@@ -127,17 +127,13 @@ async def _ensure(ctx: ServiceContext, res: Resource, desired: Obj, differs: Any
     kind, ns, name = res.kind, ctx.namespace, desired["metadata"]["name"]
     existing = ctx.cache.get(res, name, ns)
     if existing is None:
-        try:
-            created: Obj = await write_with_events(
-                ctx.recorder,
-                ctx.svc,
-                ctx.client.create(res, desired, ns),
-                failed=(f"FailedToCreate{kind}", f"Failed to create {kind} {ns}/{name}: {{error}}"),
-                done=(f"Created{kind}", f"Created {kind} for RayService {ns}/{ctx.name}"),
-                expected=(AlreadyExists,),
-            )
-        except AlreadyExists:
-            return None  # the watch brings it into the cache and wakes us
+        created: Obj | None = await create_once(  # None: the watch brings it into the cache and wakes us
+            ctx.recorder,
+            ctx.svc,
+            ctx.client.create(res, desired, ns),
+            failed=(f"FailedToCreate{kind}", f"Failed to create {kind} {ns}/{name}: {{error}}"),
+            done=(f"Created{kind}", f"Created {kind} for RayService {ns}/{ctx.name}"),
+        )
         return created
     if not differs(existing, desired):
         return dict(existing)
@@ -348,18 +344,14 @@ async def _delete_owned(ctx: ServiceContext, res: Resource, name: str) -> int:
         return 0
     if is_deleting(obj):
         return 1
-    try:
-        await write_with_events(
-            ctx.recorder,
-            ctx.svc,
-            ctx.client.delete(res, name, ctx.namespace),
-            failed=(
-                f"FailedToDelete{res.kind}",
-                f"Failed to delete {res.kind} {ctx.namespace}/{name}: {{error}}",
-            ),
-            done=(f"Deleted{res.kind}", f"Deleted {res.kind} {ctx.namespace}/{name}"),
-            expected=(NotFound,),
-        )
-    except NotFound:
-        return 0
-    return 1
+    deleted = await delete_once(
+        ctx.recorder,
+        ctx.svc,
+        ctx.client.delete(res, name, ctx.namespace),
+        failed=(
+            f"FailedToDelete{res.kind}",
+            f"Failed to delete {res.kind} {ctx.namespace}/{name}: {{error}}",
+        ),
+        done=(f"Deleted{res.kind}", f"Deleted {res.kind} {ctx.namespace}/{name}"),
+    )
+    return 1 if deleted else 0

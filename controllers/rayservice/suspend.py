@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from controllers import constants as c
 from controllers.common.conditions import is_condition_true
-from controllers.common.events import write_with_events
+from controllers.common.events import delete_once
 from controllers.common.objects import is_deleting, owned_by
 from controllers.rayservice.cluster import owned_cluster_labels
 from controllers.rayservice.clusters import delete_cluster, owned_clusters
 from controllers.rayservice.context import ServiceContext
 from controllers.rayservice.incremental_phase import delete_gateway_objects
-from kuberay_py.client import NotFound
 from kuberay_py.client.resources import SERVICES
 
 __all__ = ["driving", "resume", "suspend"]
@@ -65,17 +64,13 @@ async def suspend(ctx: ServiceContext) -> bool:
         if is_deleting(service):
             continue
         name = service["metadata"]["name"]
-        try:
-            await write_with_events(
-                ctx.recorder,
-                ctx.svc,
-                ctx.client.delete(SERVICES, name, ns),
-                failed=None,  # the error is the reconcile's; KubeRay sends no event for it
-                done=("DeletedService", f"Deleted the service {ns}/{name}"),
-                expected=(NotFound,),
-            )
-        except NotFound:
-            continue
+        await delete_once(
+            ctx.recorder,
+            ctx.svc,
+            ctx.client.delete(SERVICES, name, ns),
+            failed=None,  # the error is the reconcile's; KubeRay sends no event for it
+            done=("DeletedService", f"Deleted the service {ns}/{name}"),
+        )
     remaining += await delete_gateway_objects(ctx)
     if remaining:
         return False
