@@ -196,15 +196,15 @@ class Pre1808Reconciler(RayServiceReconciler):
         desired = "true" if healthy else "false"
         if (pod["metadata"].get("labels") or {}).get(c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY) != desired:
             patch = {"metadata": {"labels": {c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: desired}}}
-            await self.client.patch(PODS, pod["metadata"]["name"], patch, namespace)
+            await self.deps.client.patch(PODS, pod["metadata"]["name"], patch, namespace)
 
     async def reconcile(self, request: Request) -> Result:
         await super().reconcile(request)
-        svc = self.cache.get(RAYSERVICES, request.name, request.namespace)
+        svc = self.deps.cache.get(RAYSERVICES, request.name, request.namespace)
         if svc is None:
             return Result()
         for name in self._clusters(svc):
-            for pod in self.cache.list(PODS, request.namespace, labels={c.RAY_CLUSTER_LABEL_KEY: name}):
+            for pod in self.deps.cache.list(PODS, request.namespace, labels={c.RAY_CLUSTER_LABEL_KEY: name}):
                 await self._label(pod, request.namespace)
         return Result(requeue_after=OLD_REQUEUE)
 
@@ -216,12 +216,12 @@ class V170Reconciler(Pre1808Reconciler):
 
     async def reconcile(self, request: Request) -> Result:
         await RayServiceReconciler.reconcile(self, request)
-        svc = self.cache.get(RAYSERVICES, request.name, request.namespace)
+        svc = self.deps.cache.get(RAYSERVICES, request.name, request.namespace)
         if svc is None:
             return Result()
         for name in self._clusters(svc):
             labels = {c.RAY_CLUSTER_LABEL_KEY: name, c.RAY_NODE_TYPE_LABEL_KEY: "head"}
-            for pod in self.cache.list(PODS, request.namespace, labels=labels):
+            for pod in self.deps.cache.list(PODS, request.namespace, labels=labels):
                 await self._label(pod, request.namespace)
         return Result(requeue_after=OLD_REQUEUE)
 

@@ -13,17 +13,55 @@ our write.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Protocol, TypeVar
 
+from controllers.common.cache import CacheReader
+from controllers.common.memos import Memos
+from kuberay_py.client import Resource
+from kuberay_py.controller import Request
 from kuberay_py.objects import Obj
 
-__all__ = ["RemembersWrite", "latest", "remember_write"]
+__all__ = ["KeepsMemos", "ObjectMemo", "RemembersWrite", "latest", "load", "remember_write"]
 
 
 class RemembersWrite(Protocol):
     """A controller memo with a slot for its last write: ``(replaced resourceVersions, written)``."""
 
     written: tuple[frozenset[str], Obj] | None
+
+
+class ObjectMemo(RemembersWrite, Protocol):
+    """A memo of one incarnation of an object (its UID) that remembers our last write of it."""
+
+    @property
+    def uid(self) -> str: ...
+
+
+M = TypeVar("M", bound=ObjectMemo)
+
+
+class KeepsMemos(Protocol[M]):
+    """A controller's ``Memory``: its per-object memos, and what it drops when an object goes."""
+
+    @property
+    def memos(self) -> Memos[M]: ...
+
+    def forget(self, key: str) -> None: ...
+
+
+def load(cache: CacheReader, res: Resource, request: Request, memory: KeepsMemos[M]) -> tuple[Obj, M] | None:
+    """The object a reconcile starts from and its memo; None when it left the cache, after
+    ``memory`` forgot it.
+
+    The object is the cached one, or our own newer write of it while the watch lags behind.
+    """
+    key = f"{request.namespace}/{request.name}"
+    cached = cache.get(res, request.name, request.namespace)
+    if cached is None:
+        memory.forget(key)
+        return None
+    memo = memory.memos.get(key, str(cached["metadata"].get("uid") or ""))
+    return latest(memo, cached), memo
 
 
 def latest(memo: RemembersWrite, cached: Obj) -> Obj:

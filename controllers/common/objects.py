@@ -4,15 +4,44 @@ from __future__ import annotations
 
 from typing import Any
 
+from controllers import constants as C
 from kuberay_py.objects import Obj
 
-__all__ = ["Obj", "annotations_of", "controller_ref", "is_deleting", "key_of", "labels_of", "owned_by"]
+__all__ = [
+    "Obj",
+    "annotations_of",
+    "controller_ref",
+    "generation_of",
+    "is_deleting",
+    "key_of",
+    "labels_of",
+    "managed_here",
+    "owned_by",
+    "spec_of",
+]
 
 
 def key_of(obj: Obj) -> str:
     """``namespace/name``: the key of a namespaced object in the cache, the queue and memories."""
     meta = obj["metadata"]
     return f"{meta['namespace']}/{meta['name']}"
+
+
+def spec_of(obj: Obj) -> dict[str, Any]:
+    spec: dict[str, Any] = obj.get("spec") or {}
+    return spec
+
+
+def generation_of(obj: Obj) -> int:
+    return int((obj.get("metadata") or {}).get("generation") or 0)
+
+
+def managed_here(obj: Obj) -> bool:
+    """Whether KubeRay's controllers own ``obj``: ``spec.managedBy`` unset or naming KubeRay.
+
+    Any other value hands the object to that controller (e.g. MultiKueue), and every controller
+    then leaves it alone entirely, status included."""
+    return spec_of(obj).get("managedBy") in (None, "", C.MANAGED_BY_KUBERAY)
 
 
 def labels_of(obj: Obj) -> dict[str, str]:

@@ -3,7 +3,7 @@
 Every phase of a reconcile may ask for a wake-up (a Serve poll, a deadline, a TTL); the reconcile
 must then return the *earliest* of them, or the first phase to ask would silence the others. A
 phase that changed what the next phase reads asks for ``immediately()`` instead. Delays are
-seconds on the controller's injected clock (phases compute them from ``ctx.clock``), so tests
+seconds on the controller's injected clock (phases compute them from ``ctx.deps.clock``), so tests
 step time and see the same requeues. The reconciler turns the timer into its ``Result`` once.
 """
 

@@ -54,7 +54,7 @@ def event_noun(kind: str) -> str:
 
 def service(ctx: ClusterContext, name: str) -> Obj | None:
     """A Service from the cache, or the one we just created while the watch catches up."""
-    cached = ctx.cache.get(SERVICES, name, ctx.namespace)
+    cached = ctx.deps.cache.get(SERVICES, name, ctx.ref.namespace)
     if cached is not None:
         return cached
     return ctx.memo.fresh_services.get(name)
@@ -74,12 +74,14 @@ async def reconcile_children(ctx: ClusterContext) -> None:
     if common.is_autoscaling(cluster):
         await _autoscaler_rbac(ctx)
     if (common.spec(cluster).get("headGroupSpec") or {}).get("enableIngress"):
-        openshift = ctx.options.openshift
+        openshift = ctx.deps.options.openshift
         if openshift is not None and await openshift.routes_instead_of_ingress():
             await _route(ctx)
         else:
             await _ingress(ctx)
-    await _service(ctx, build_head_service(cluster, cluster_ip_service=ctx.options.head_cluster_ip_service))
+    await _service(
+        ctx, build_head_service(cluster, cluster_ip_service=ctx.deps.options.head_cluster_ip_service)
+    )
     groups = common.spec(cluster).get("workerGroupSpecs") or []
     if any(common.num_of_hosts(g) > 1 for g in groups):
         await _service(ctx, build_headless_worker_service(cluster))
@@ -97,7 +99,7 @@ async def _autoscaler_rbac(ctx: ClusterContext) -> None:
         .get("spec", {})
         .get("serviceAccountName")
     )
-    if user_named and sa != ctx.name:
+    if user_named and sa != ctx.ref.name:
         await _require_user_service_account(ctx, sa)
     else:
         await _ensure(
@@ -112,7 +114,7 @@ async def _autoscaler_rbac(ctx: ClusterContext) -> None:
         ctx,
         ROLES,
         lambda: autoscaler_role(cluster),
-        ctx.name,
+        ctx.ref.name,
         C.EVENT_CREATED_ROLE,
         C.EVENT_FAILED_TO_CREATE_ROLE,
     )
@@ -120,7 +122,7 @@ async def _autoscaler_rbac(ctx: ClusterContext) -> None:
         ctx,
         ROLEBINDINGS,
         lambda: autoscaler_role_binding(cluster),
-        ctx.name,
+        ctx.ref.name,
         C.EVENT_CREATED_ROLE_BINDING,
         C.EVENT_FAILED_TO_CREATE_ROLE_BINDING,
     )
@@ -139,7 +141,7 @@ async def _known_to_exist(ctx: ClusterContext, res: Resource, name: str) -> bool
     if (res.kind, name) in ctx.memo.known:
         return True
     try:
-        await ctx.client.get(res, name, ctx.namespace)
+        await ctx.deps.client.get(res, name, ctx.ref.namespace)
     except NotFound:
         return False
     ctx.memo.known.add((res.kind, name))
@@ -154,7 +156,7 @@ async def _ingress(ctx: ClusterContext) -> None:
     """
     cluster = ctx.cluster
     desired = build_ingress(cluster)
-    ns, name = ctx.namespace, desired["metadata"]["name"]
+    ns, name = ctx.ref.namespace, desired["metadata"]["name"]
     marker = (f"Ingress@{cluster['metadata'].get('generation', 0)}", name)
     known = ctx.memo.known
     if marker in known:
@@ -162,7 +164,7 @@ async def _ingress(ctx: ClusterContext) -> None:
     for stale in [k for k in known if k[0].startswith("Ingress@")]:
         known.discard(stale)
     try:
-        current = await ctx.client.get(INGRESSES, name, ns)
+        current = await ctx.deps.client.get(INGRESSES, name, ns)
     except NotFound:
         created = await _create(
             ctx, INGRESSES, desired, name, C.EVENT_CREATED_INGRESS, C.EVENT_FAILED_TO_CREATE_INGRESS
@@ -172,7 +174,7 @@ async def _ingress(ctx: ClusterContext) -> None:
         return
     owners = current["metadata"].get("ownerReferences") or []
     if not any(o.get("uid") == cluster["metadata"]["uid"] for o in owners):
-        ctx.recorder.event(
+        ctx.deps.recorder.event(
             cluster,
             C.WARNING,
             C.EVENT_FAILED_TO_UPDATE_INGRESS,
@@ -188,9 +190,9 @@ async def _ingress(ctx: ClusterContext) -> None:
         body["spec"] = {**current_spec, **desired["spec"]}
         body["metadata"] = {**current["metadata"], "annotations": annotations}
         await write_with_events(
-            ctx.recorder,
+            ctx.deps.recorder,
             cluster,
-            ctx.client.update(INGRESSES, body),
+            ctx.deps.client.update(INGRESSES, body),
             failed=(C.EVENT_FAILED_TO_UPDATE_INGRESS, f"Failed to update Ingress {ns}/{name}: {{error}}"),
             done=(C.EVENT_UPDATED_INGRESS, f"Updated Ingress {ns}/{name}"),
         )
@@ -206,7 +208,7 @@ async def _route(ctx: ClusterContext) -> None:
     if ("Route", name) in ctx.memo.known:
         return
     selector = f"{C.RAY_CLUSTER_LABEL_KEY}={cluster['metadata']['name']}"
-    existing = (await ctx.client.list(ROUTES, ctx.namespace, label_selector=selector))["items"]
+    existing = (await ctx.deps.client.list(ROUTES, ctx.ref.namespace, label_selector=selector))["items"]
     if not existing:
         await _create(ctx, ROUTES, desired, name, C.EVENT_CREATED_ROUTE, C.EVENT_FAILED_TO_CREATE_ROUTE)
     ctx.memo.known.add(("Route", name))
@@ -215,8 +217,8 @@ async def _route(ctx: ClusterContext) -> None:
 async def _require_user_service_account(ctx: ClusterContext, sa: str) -> None:
     if await _known_to_exist(ctx, SERVICEACCOUNTS, sa):
         return
-    ns = ctx.namespace
-    ctx.recorder.event(
+    ns = ctx.ref.namespace
+    ctx.deps.recorder.event(
         ctx.cluster,
         C.WARNING,
         C.EVENT_AUTOSCALER_SERVICE_ACCOUNT_NOT_FOUND,
@@ -227,11 +229,11 @@ async def _require_user_service_account(ctx: ClusterContext, sa: str) -> None:
 
 
 async def _service(ctx: ClusterContext, body: Obj) -> None:
-    ns = ctx.namespace
+    ns = ctx.ref.namespace
     name = body["metadata"]["name"]
     marker = ("Service", name)
     memo = ctx.memo
-    if ctx.cache.get(SERVICES, name, ns) is not None:
+    if ctx.deps.cache.get(SERVICES, name, ns) is not None:
         memo.known.discard(marker)
         memo.fresh_services.pop(name, None)
         return  # KubeRay never updates an existing Service
@@ -249,11 +251,11 @@ async def _create(
     ctx: ClusterContext, res: Resource, body: Obj, name: str, created: str, failed: str
 ) -> Obj | None:
     """Create a child with its events; None when it already exists (someone raced us)."""
-    ref = f"{res.kind} {ctx.namespace}/{name}"
+    ref = f"{res.kind} {ctx.ref.namespace}/{name}"
     return await create_once(
-        ctx.recorder,
+        ctx.deps.recorder,
         ctx.cluster,
-        ctx.client.create(res, body, ctx.namespace),
+        ctx.deps.client.create(res, body, ctx.ref.namespace),
         failed=(failed, f"Failed to create {ref}: {{error}}"),
-        done=(created, f"Created {event_noun(res.kind)} {ctx.namespace}/{name}"),
+        done=(created, f"Created {event_noun(res.kind)} {ctx.ref.namespace}/{name}"),
     )

@@ -39,7 +39,7 @@ _MIG = re.compile(r"nvidia\.com/mig-\d+g\.\d+gb$")
 # Container resource -> Ray resource for the accelerators KubeRay recognises besides GPUs.
 _ACCELERATORS = {"aws.amazon.com/neuroncore": "neuron_cores", "google.com/tpu": "TPU"}
 
-log = get_logger("controllers.raycluster")
+log = get_logger(__name__)
 
 
 def set_missing_ray_start_params(

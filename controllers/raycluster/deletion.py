@@ -73,7 +73,7 @@ def _job_finished(job: dict[str, Any]) -> bool:
 
 async def finalize(ctx: ClusterContext) -> float | None:
     """One step of the deletion flow; returns a requeue delay while work is pending, else None."""
-    client, cluster, options = ctx.client, ctx.cluster, ctx.options
+    client, cluster, options = ctx.deps.client, ctx.cluster, ctx.deps.options
     if C.GCS_FT_REDIS_CLEANUP_FINALIZER not in (cluster["metadata"].get("finalizers") or []):
         return None
     if is_embedded(cluster):
@@ -81,13 +81,13 @@ async def finalize(ctx: ClusterContext) -> float | None:
         # finalizer goes at once (KubeRay does the same) instead of waiting out the flow's timeout.
         await _remove_finalizer(client, cluster)
         return None
-    ns, name = ctx.namespace, ctx.name
+    ns, name = ctx.ref.namespace, ctx.ref.name
     deleted_at = datetime.fromisoformat(str(cluster["metadata"]["deletionTimestamp"]).replace("Z", "+00:00"))
-    elapsed = (ctx.clock.utcnow() - deleted_at).total_seconds()
+    elapsed = (ctx.deps.clock.utcnow() - deleted_at).total_seconds()
     timeout = _timeout(cluster)
     if elapsed >= timeout:
         storage_ns = external_storage_namespace(cluster)
-        ctx.recorder.event(
+        ctx.deps.recorder.event(
             cluster,
             C.WARNING,
             C.EVENT_FORCE_DELETED_STUCK_CLUSTER,
@@ -116,7 +116,7 @@ async def finalize(ctx: ClusterContext) -> float | None:
         job = await client.get(JOBS, job_name, ns)
     except NotFound:
         await create_once(
-            ctx.recorder,
+            ctx.deps.recorder,
             cluster,
             client.create(JOBS, build_redis_cleanup_job(cluster, options), ns),
             failed=(

@@ -141,7 +141,7 @@ async def reconcile_gcs_storage(ctx: ClusterContext) -> None:
     cluster = ctx.cluster
     if not common.gcs_ft_enabled(cluster) or not is_embedded(cluster):
         return
-    ns, name = ctx.namespace, gcs_storage_pvc_name(cluster)
+    ns, name = ctx.ref.namespace, gcs_storage_pvc_name(cluster)
     marker = (f"PersistentVolumeClaim@{cluster['metadata'].get('generation', 0)}", name)
     known = ctx.memo.known
     if marker in known:
@@ -150,9 +150,9 @@ async def reconcile_gcs_storage(ctx: ClusterContext) -> None:
         known.discard(stale)
     if _storage(cluster).get("claimName"):
         try:
-            await ctx.client.get(PERSISTENTVOLUMECLAIMS, name, ns)
+            await ctx.deps.client.get(PERSISTENTVOLUMECLAIMS, name, ns)
         except NotFound:
-            ctx.recorder.event(
+            ctx.deps.recorder.event(
                 cluster,
                 C.WARNING,
                 C.EVENT_FAILED_TO_CREATE_PVC,
@@ -164,26 +164,26 @@ async def reconcile_gcs_storage(ctx: ClusterContext) -> None:
         return
     desired = build_gcs_storage_pvc(cluster)
     try:
-        existing = await ctx.client.get(PERSISTENTVOLUMECLAIMS, name, ns)
+        existing = await ctx.deps.client.get(PERSISTENTVOLUMECLAIMS, name, ns)
     except NotFound:
         body = copy.deepcopy(desired)
         if not _retain(cluster):
             body["metadata"]["ownerReferences"] = [common.controller_ref(cluster)]
         created = await create_once(
-            ctx.recorder,
+            ctx.deps.recorder,
             cluster,
-            ctx.client.create(PERSISTENTVOLUMECLAIMS, body, ns),
+            ctx.deps.client.create(PERSISTENTVOLUMECLAIMS, body, ns),
             failed=(C.EVENT_FAILED_TO_CREATE_PVC, f"Failed to create GCS storage PVC {ns}/{name}, {{error}}"),
             done=(C.EVENT_CREATED_PVC, f"Created GCS storage PVC {ns}/{name}"),
         )
         if created is not None:
             known.add(marker)
             return
-        existing = await ctx.client.get(PERSISTENTVOLUMECLAIMS, name, ns)
+        existing = await ctx.deps.client.get(PERSISTENTVOLUMECLAIMS, name, ns)
     else:
         drift = _drift(desired, existing)
         if drift:
-            ctx.recorder.event(
+            ctx.deps.recorder.event(
                 cluster,
                 C.WARNING,
                 C.EVENT_FAILED_TO_CREATE_PVC,
@@ -209,4 +209,4 @@ async def _align_owner(ctx: ClusterContext, pvc: dict[str, Any]) -> None:
             return  # another controller owns it; SetControllerReference would refuse too
         else:
             body["metadata"]["ownerReferences"] = [*refs, common.controller_ref(cluster)]
-        await ctx.client.update(PERSISTENTVOLUMECLAIMS, body)
+        await ctx.deps.client.update(PERSISTENTVOLUMECLAIMS, body)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controllers.common.memos import Memos
 from kuberay_py.controller import Expectations
 from kuberay_py.objects import Obj
 
@@ -41,21 +42,9 @@ class Memory:
 
     def __init__(self, expectations: Expectations) -> None:
         self.expectations = expectations
-        self._memos: dict[str, ClusterMemo] = {}
-
-    def memo(self, key: str, uid: str) -> ClusterMemo:
-        memo = self._memos.get(key)
-        if memo is None or memo.uid != uid:
-            memo = self._memos[key] = ClusterMemo(uid)
-        return memo
+        self.memos: Memos[ClusterMemo] = Memos(ClusterMemo)
 
     def forget(self, key: str) -> None:
         """The RayCluster ``key`` is gone: drop everything remembered about it."""
-        self._memos.pop(key, None)
+        self.memos.forget(key)
         self.expectations.delete(key)
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._memos
-
-    def __len__(self) -> int:
-        return len(self._memos)

@@ -33,13 +33,12 @@ from typing import TYPE_CHECKING, Any
 
 from controllers import constants as C
 from controllers.common import cluster as common
-from controllers.common.cache import CacheReader
-from controllers.common.events import Recorder
+from controllers.common.objects import managed_here
+from controllers.common.scope import Deps
 from controllers.raycluster.mtls import tls_enabled, tls_secret_name
 from controllers.raycluster.options import RayClusterOptions
 from kuberay_py.client import ApiError, Client, NotFound, Resource
 from kuberay_py.client.resources import PODS, SECRETS
-from kuberay_py.clock import Clock, RealClock
 from kuberay_py.controller import Request, Result
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
@@ -50,6 +49,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CERTIFICATES",
     "CONTROLLER_NAME",
+    "EVENT_SOURCE",
     "ISSUERS",
     "CertManager",
     "MTLSReconciler",
@@ -61,13 +61,15 @@ __all__ = [
 
 CERTIFICATES = Resource("cert-manager.io", "v1", "Certificate", "certificates")
 ISSUERS = Resource("cert-manager.io", "v1", "Issuer", "issuers")
-CONTROLLER_NAME = "raycluster-mtls-controller"
+# The controller's name (the metrics' ``controller`` label, logs) and its Events' source.
+CONTROLLER_NAME = "raycluster-mtls"
+EVENT_SOURCE = "raycluster-mtls-controller"
 WAITING_REQUEUE = 30.0
 READY_REQUEUE = 60.0
 _SECRET_KEYS = ("tls.crt", "tls.key", "ca.crt")
 _LEAF_USAGES = ["digital signature", "key encipherment", "server auth", "client auth"]
 
-log = get_logger("controllers.raycluster.mtls")
+log = get_logger(__name__)
 
 
 class PKINotReady(Exception):
@@ -246,24 +248,12 @@ def wants_pods(ctx: ClusterContext) -> bool:
 
 
 class MTLSReconciler:
-    def __init__(
-        self,
-        client: Client,
-        cache: CacheReader,
-        recorder: Recorder,
-        cert_manager: CertManager,
-        options: RayClusterOptions,
-        clock: Clock | None = None,
-    ) -> None:
-        self.client = client
-        self.cache = cache
-        self.recorder = recorder
+    def __init__(self, deps: Deps[RayClusterOptions], cert_manager: CertManager) -> None:
+        self.deps = deps
         self.cert_manager = cert_manager
-        self.options = options
-        self.clock = clock or RealClock()
 
     def _pod_ips(self, cluster: Obj, node_type: str) -> list[str]:
-        pods = self.cache.list(
+        pods = self.deps.cache.list(
             PODS,
             cluster["metadata"]["namespace"],
             labels={
@@ -281,37 +271,36 @@ class MTLSReconciler:
         return out
 
     async def reconcile(self, request: Request) -> Result:
-        cluster = self.cache.get(C.RAYCLUSTERS, request.name, request.namespace)
+        cluster = self.deps.cache.get(C.RAYCLUSTERS, request.name, request.namespace)
         if cluster is None or cluster["metadata"].get("deletionTimestamp"):
             return Result()
-        managed_by = common.spec(cluster).get("managedBy")
-        if managed_by and managed_by != "ray.io/kuberay-operator":
+        if not managed_here(cluster):
             return Result()
-        if not tls_enabled(cluster, self.options) or not await self.cert_manager.available():
+        if not tls_enabled(cluster, self.deps.options) or not await self.cert_manager.available():
             return Result()
         head_ips = self._pod_ips(cluster, C.NODE_TYPE_HEAD)
         worker_ips = self._pod_ips(cluster, C.NODE_TYPE_WORKER)
         steps = zip(
             ("self-signed issuer", "CA certificate", "CA issuer", "head certificate", "worker certificate"),
-            build_pki(cluster, head_ips, worker_ips, self.options.cluster_domain),
+            build_pki(cluster, head_ips, worker_ips, self.deps.options.cluster_domain),
             strict=True,
         )
         for step, desired in steps:
             try:
                 await self._apply(cluster, desired)
             except ApiError as exc:
-                self.recorder.event(
+                self.deps.recorder.event(
                     cluster, C.WARNING, "MTLSFailedToReconcile", f"Failed to reconcile mTLS {step}: {exc}"
                 )
                 raise
         try:
-            await check_secrets_ready(self.client, cluster)
+            await check_secrets_ready(self.deps.client, cluster)
         except PKINotReady:
-            self.recorder.event(
+            self.deps.recorder.event(
                 cluster, C.NORMAL, "MTLSCertsNotReady", "Waiting for cert-manager to issue mTLS certificates"
             )
             return Result(requeue_after=WAITING_REQUEUE)
-        self.recorder.event(
+        self.deps.recorder.event(
             cluster, C.NORMAL, "MTLSPKIReady", "mTLS PKI is ready: CA, head, and worker certificates issued"
         )
         await self._expiry(cluster)
@@ -321,14 +310,14 @@ class MTLSReconciler:
         ns, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
         if desired["kind"] == "Issuer":
             try:
-                await self.client.get(ISSUERS, name, ns)
+                await self.deps.client.get(ISSUERS, name, ns)
             except NotFound:
-                await self.client.create(ISSUERS, desired, ns)
+                await self.deps.client.create(ISSUERS, desired, ns)
             return  # an Issuer's spec never changes
         try:
-            existing = await self.client.get(CERTIFICATES, name, ns)
+            existing = await self.deps.client.get(CERTIFICATES, name, ns)
         except NotFound:
-            await self.client.create(CERTIFICATES, desired, ns)
+            await self.deps.client.create(CERTIFICATES, desired, ns)
             return
         component = desired["metadata"]["labels"]["app.kubernetes.io/component"]
         if component in ("head-certificate", "worker-certificate"):
@@ -353,13 +342,13 @@ class MTLSReconciler:
             if desired["metadata"]["labels"]["app.kubernetes.io/component"] == "head-certificate"
             else "worker"
         )
-        self.recorder.event(
+        self.deps.recorder.event(
             cluster,
             C.NORMAL,
             "MTLSCertificatesUpdated",
             f"Updated {which} certificate SANs (IPs: [{' '.join(desired['spec']['ipAddresses'])}])",
         )
-        updated: Obj = await self.client.update(CERTIFICATES, body)
+        updated: Obj = await self.deps.client.update(CERTIFICATES, body)
         return updated
 
     async def _own_secret(self, cert: Obj) -> None:
@@ -369,7 +358,7 @@ class MTLSReconciler:
         if not name:
             return
         try:
-            secret = await self.client.get(SECRETS, name, ns)
+            secret = await self.deps.client.get(SECRETS, name, ns)
         except NotFound:
             return  # not issued yet; the next reconcile looks again
         refs = secret["metadata"].get("ownerReferences") or []
@@ -384,14 +373,14 @@ class MTLSReconciler:
         }
         body = copy.deepcopy(secret)
         body["metadata"]["ownerReferences"] = [*refs, ref]
-        await self.client.update(SECRETS, body)
+        await self.deps.client.update(SECRETS, body)
 
     async def _expiry(self, cluster: Obj) -> None:
         name = cluster["metadata"]["name"]
-        now = self.clock.utcnow()
+        now = self.deps.clock.utcnow()
         for cert_name in (f"ray-head-cert-{name}", f"ray-worker-cert-{name}", f"ray-ca-certificate-{name}"):
             try:
-                cert = await self.client.get(CERTIFICATES, cert_name, cluster["metadata"]["namespace"])
+                cert = await self.deps.client.get(CERTIFICATES, cert_name, cluster["metadata"]["namespace"])
             except NotFound:
                 continue
             not_after = (cert.get("status") or {}).get("notAfter")
@@ -399,7 +388,7 @@ class MTLSReconciler:
                 continue
             remaining = (datetime.fromisoformat(str(not_after).replace("Z", "+00:00")) - now).total_seconds()
             if remaining < 24 * 3600:
-                self.recorder.event(
+                self.deps.recorder.event(
                     cluster,
                     C.WARNING,
                     "MTLSCertificateExpiringSoon",

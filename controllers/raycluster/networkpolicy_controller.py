@@ -23,20 +23,22 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common import cluster as common
-from controllers.common.cache import CacheReader
-from controllers.common.events import Recorder, create_once, delete_once, write_with_events
-from controllers.common.objects import owned_by
+from controllers.common.events import create_once, delete_once, write_with_events
+from controllers.common.objects import managed_here, owned_by
+from controllers.common.scope import Deps
 from controllers.raycluster.networkpolicy import build_policies, normalised_spec, same_policy
-from kuberay_py.client import Client
+from controllers.raycluster.options import RayClusterOptions
 from kuberay_py.client.resources import NETWORKPOLICIES
 from kuberay_py.controller import Request, Result
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
 
-__all__ = ["CONTROLLER_NAME", "NameCollision", "NetworkPolicyReconciler"]
+__all__ = ["CONTROLLER_NAME", "EVENT_SOURCE", "NameCollision", "NetworkPolicyReconciler"]
 
-CONTROLLER_NAME = "networkpolicy-controller"
-log = get_logger("controllers.networkpolicy")
+# The controller's name (the metrics' ``controller`` label, logs) and its Events' source.
+CONTROLLER_NAME = "networkpolicy"
+EVENT_SOURCE = "networkpolicy-controller"
+log = get_logger(__name__)
 
 
 class NameCollision(Exception):
@@ -44,18 +46,18 @@ class NameCollision(Exception):
 
 
 class NetworkPolicyReconciler:
-    def __init__(self, client: Client, cache: CacheReader, recorder: Recorder) -> None:
-        self.client = client
-        self.cache = cache
-        self.recorder = recorder
+    def __init__(self, deps: Deps[RayClusterOptions]) -> None:
+        self.deps = deps
 
     async def reconcile(self, request: Request) -> Result:
-        cluster = self.cache.get(C.RAYCLUSTERS, request.name, request.namespace)
+        cluster = self.deps.cache.get(C.RAYCLUSTERS, request.name, request.namespace)
         if cluster is None or cluster["metadata"].get("deletionTimestamp"):
             return Result()
-        managed_by = common.spec(cluster).get("managedBy")
-        if managed_by and managed_by != C.MANAGED_BY_KUBERAY:
-            log.info("skipping RayCluster managed by a custom controller", managed_by=managed_by)
+        if not managed_here(cluster):
+            log.info(
+                "skipping RayCluster managed by a custom controller",
+                managed_by=common.spec(cluster)["managedBy"],
+            )
             return Result()
         if common.spec(cluster).get("networkPolicy") is None:
             await self._delete_stale(cluster, set())
@@ -68,12 +70,12 @@ class NetworkPolicyReconciler:
 
     async def _apply(self, cluster: Obj, desired: dict[str, Any]) -> None:
         ns, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
-        existing = self.cache.get(NETWORKPOLICIES, name, ns)
+        existing = self.deps.cache.get(NETWORKPOLICIES, name, ns)
         if existing is None:
             created = await create_once(
-                self.recorder,
+                self.deps.recorder,
                 cluster,
-                self.client.create(NETWORKPOLICIES, desired, ns),
+                self.deps.client.create(NETWORKPOLICIES, desired, ns),
                 failed=(
                     "FailedToCreateNetworkPolicy",
                     f"Failed to create NetworkPolicy {ns}/{name}: {{error}}",
@@ -82,9 +84,9 @@ class NetworkPolicyReconciler:
             )
             if created is not None:
                 return
-            existing = await self.client.get(NETWORKPOLICIES, name, ns)  # the cache had not seen it yet
+            existing = await self.deps.client.get(NETWORKPOLICIES, name, ns)  # the cache had not seen it yet
         if not owned_by(existing, cluster["metadata"]["uid"]):
-            self.recorder.event(
+            self.deps.recorder.event(
                 cluster,
                 C.WARNING,
                 "NetworkPolicyNameCollision",
@@ -100,23 +102,25 @@ class NetworkPolicyReconciler:
         body = {**existing, "metadata": {**existing["metadata"], "labels": desired["metadata"]["labels"]}}
         body["spec"] = normalised_spec(desired["spec"])
         await write_with_events(
-            self.recorder,
+            self.deps.recorder,
             cluster,
-            self.client.update(NETWORKPOLICIES, body),
+            self.deps.client.update(NETWORKPOLICIES, body),
             failed=("FailedToUpdateNetworkPolicy", f"Failed to update NetworkPolicy {ns}/{name}: {{error}}"),
             done=("UpdatedNetworkPolicy", f"Updated NetworkPolicy {ns}/{name}"),
         )
 
     async def _delete_stale(self, cluster: Obj, wanted: set[str]) -> None:
         ns, cluster_name = cluster["metadata"]["namespace"], cluster["metadata"]["name"]
-        for policy in self.cache.list(NETWORKPOLICIES, ns, labels={C.RAY_CLUSTER_LABEL_KEY: cluster_name}):
+        for policy in self.deps.cache.list(
+            NETWORKPOLICIES, ns, labels={C.RAY_CLUSTER_LABEL_KEY: cluster_name}
+        ):
             name = policy["metadata"]["name"]
             if name in wanted or not owned_by(policy, cluster["metadata"]["uid"]):
                 continue
             await delete_once(
-                self.recorder,
+                self.deps.recorder,
                 cluster,
-                self.client.delete(NETWORKPOLICIES, name, ns),
+                self.deps.client.delete(NETWORKPOLICIES, name, ns),
                 failed=(
                     "FailedToDeleteNetworkPolicy",
                     f"Failed to delete NetworkPolicy {ns}/{name}: {{error}}",

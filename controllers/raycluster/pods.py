@@ -31,7 +31,7 @@ from kuberay_py.objects import Obj
 
 __all__ = ["ReplicaFailure", "delete_all_pods", "reconcile_pods"]
 
-log = get_logger("controllers.raycluster")
+log = get_logger(__name__)
 
 
 class ReplicaFailure(Exception):
@@ -65,7 +65,7 @@ _CREATE_NAMES = {
 
 async def reconcile_pods(ctx: ClusterContext) -> None:
     """Bring the head and every worker group to the spec; suspend deletes them all."""
-    key = ctx.key
+    key = ctx.ref.key
     if not ctx.expectations.satisfied(key):
         log.debug(
             "waiting for the cache to catch up with our writes", key=key, **ctx.expectations.pending(key)
@@ -73,7 +73,7 @@ async def reconcile_pods(ctx: ClusterContext) -> None:
         return
     spec = common.spec(ctx.cluster)
     if is_condition_true((ctx.cluster.get("status") or {}).get("conditions"), C.COND_RAYCLUSTER_SUSPENDING):
-        await delete_all_pods(ctx, f"{C.RAY_CLUSTER_LABEL_KEY}={ctx.name}")
+        await delete_all_pods(ctx, f"{C.RAY_CLUSTER_LABEL_KEY}={ctx.ref.name}")
         return
     if spec.get("suspend"):
         return  # the status records RayClusterSuspending first; Pods go in the next round
@@ -82,8 +82,8 @@ async def reconcile_pods(ctx: ClusterContext) -> None:
         by_type.setdefault(labels_of(pod).get(C.RAY_NODE_TYPE_LABEL_KEY, ""), []).append(pod)
     if await _recreate_for_upgrade(ctx, by_type.get(C.NODE_TYPE_HEAD, [])):
         return
-    if ctx.options.batch_scheduler is not None:  # e.g. Volcano's PodGroup, before any Pod
-        await ctx.options.batch_scheduler.submit_cluster(ctx.client, ctx.cluster)
+    if ctx.deps.options.batch_scheduler is not None:  # e.g. Volcano's PodGroup, before any Pod
+        await ctx.deps.options.batch_scheduler.submit_cluster(ctx.deps.client, ctx.cluster)
     await _reconcile_head(ctx, by_type.get(C.NODE_TYPE_HEAD, []))
     workers = by_type.get(C.NODE_TYPE_WORKER, [])
     failure: ReplicaFailure | None = None
@@ -106,16 +106,16 @@ async def delete_all_pods(ctx: ClusterContext, selector: str) -> None:
         return
     try:
         await write_with_events(
-            ctx.recorder,
+            ctx.deps.recorder,
             ctx.cluster,
-            ctx.client.delete_collection(PODS, ctx.namespace, label_selector=selector),
+            ctx.deps.client.delete_collection(PODS, ctx.ref.namespace, label_selector=selector),
             failed=(C.EVENT_FAILED_TO_DELETE_POD_COLLECTION, "{error}"),
             done=(C.EVENT_DELETED_POD, f"Deleted {len(live)} Pods matching {selector}"),
         )
     except ApiError as exc:
         raise ReplicaFailure(C.REASON_FAILED_DELETE_ALL_PODS, str(exc)) from exc
     for pod in live:
-        ctx.expectations.expect_deleted(ctx.key, pod)
+        ctx.expectations.expect_deleted(ctx.ref.key, pod)
 
 
 async def _recreate_for_upgrade(ctx: ClusterContext, heads: list[Obj]) -> bool:
@@ -135,13 +135,13 @@ async def _recreate_for_upgrade(ctx: ClusterContext, heads: list[Obj]) -> bool:
     if version and version != C.KUBERAY_VERSION:
         stamp = {C.KUBERAY_VERSION_KEY: C.KUBERAY_VERSION, C.UPGRADE_STRATEGY_RECREATE_HASH_KEY: goal}
         body = {"metadata": {"annotations": stamp}}
-        await ctx.client.patch(PODS, head["metadata"]["name"], body, ctx.namespace)
+        await ctx.deps.client.patch(PODS, head["metadata"]["name"], body, ctx.ref.namespace)
         return False
     current = str(annotations.get(C.UPGRADE_STRATEGY_RECREATE_HASH_KEY) or "")
     if not current or current == goal:
         return False
-    log.info("recreating every Pod: the Pod spec changed", key=ctx.key, was=current, now=goal)
-    await delete_all_pods(ctx, f"{C.RAY_CLUSTER_LABEL_KEY}={ctx.name}")
+    log.info("recreating every Pod: the Pod spec changed", key=ctx.ref.key, was=current, now=goal)
+    await delete_all_pods(ctx, f"{C.RAY_CLUSTER_LABEL_KEY}={ctx.ref.name}")
     return True
 
 
@@ -162,11 +162,11 @@ async def _reconcile_head(ctx: ClusterContext, heads: list[Obj]) -> None:
     restart_disabled = annotations_of(ctx.cluster).get(C.DISABLE_PROVISIONED_HEAD_RESTART_KEY, "")
     if provisioned and str(restart_disabled).lower() == "true":
         return
-    await _create(ctx, build_head_pod(ctx.cluster, ctx.options), head=True)
+    await _create(ctx, build_head_pod(ctx.cluster, ctx.deps.options), head=True)
 
 
 async def _reconcile_group(ctx: ClusterContext, group: Obj, pods: list[Obj]) -> None:
-    cluster, options = ctx.cluster, ctx.options
+    cluster, options = ctx.cluster, ctx.deps.options
     plan = plan_group(cluster, group, pods, random_delete=options.enable_random_pod_delete)
     for pod in plan.delete:
         await _delete(ctx, pod, head=False, why=plan.delete_reasons.get(pod["metadata"]["name"], ""))
@@ -199,9 +199,9 @@ async def _delete(ctx: ClusterContext, pod: Obj, *, head: bool, why: str) -> Non
     ok, failed, reason = _DELETE_NAMES[head]
     try:
         deleted = await delete_once(
-            ctx.recorder,
+            ctx.deps.recorder,
             ctx.cluster,
-            ctx.client.delete(PODS, name, ns),
+            ctx.deps.client.delete(PODS, name, ns),
             failed=(failed, f"Failed to delete Pod {name}: {{error}}"),
             done=(ok, f"Deleted Pod {ns}/{name}. {why}".strip()),
         )
@@ -209,29 +209,29 @@ async def _delete(ctx: ClusterContext, pod: Obj, *, head: bool, why: str) -> Non
         raise ReplicaFailure(reason, str(exc)) from exc
     if not deleted:
         return
-    ctx.expectations.expect_deleted(ctx.key, pod)
+    ctx.expectations.expect_deleted(ctx.ref.key, pod)
 
 
 async def _create(ctx: ClusterContext, body: Obj, *, head: bool, announce: bool = True) -> str:
     """Create one Pod, return ``namespace/name``; ``announce=False``: the caller sends the event."""
     role = "head" if head else "worker"
     reason, failed, created_event = _CREATE_NAMES[head]
-    if ctx.options.batch_scheduler is not None:  # schedulerName, queue labels, group annotations
+    if ctx.deps.options.batch_scheduler is not None:  # schedulerName, queue labels, group annotations
         group = labels_of(body).get(C.RAY_NODE_GROUP_LABEL_KEY, "")
-        ctx.options.batch_scheduler.add_metadata(ctx.cluster, "RayCluster", body, group)
+        ctx.deps.options.batch_scheduler.add_metadata(ctx.cluster, "RayCluster", body, group)
     try:
         created = await write_with_events(
-            ctx.recorder,
+            ctx.deps.recorder,
             ctx.cluster,
-            ctx.client.create(PODS, body, ctx.namespace),
+            ctx.deps.client.create(PODS, body, ctx.ref.namespace),
             failed=(failed, f"Failed to create {role} Pod: {{error}}"),
         )
     except ApiError as exc:
         raise ReplicaFailure(reason, str(exc)) from exc
-    ctx.expectations.expect_created(ctx.key, created)
+    ctx.expectations.expect_created(ctx.ref.key, created)
     name = f"{created['metadata']['namespace']}/{created['metadata']['name']}"
     if announce:
-        ctx.recorder.event(ctx.cluster, C.NORMAL, created_event, f"Created {role} Pod {name}")
+        ctx.deps.recorder.event(ctx.cluster, C.NORMAL, created_event, f"Created {role} Pod {name}")
     return name
 
 
@@ -267,7 +267,7 @@ async def _slow_start(ctx: ClusterContext, count: int, make: Callable[[], Obj]) 
                 if len(names) == 1
                 else f"Created {len(names)} worker Pods: {', '.join(sorted(names))}"
             )
-            ctx.recorder.event(ctx.cluster, C.NORMAL, C.EVENT_CREATED_WORKER_POD, message)
+            ctx.deps.recorder.event(ctx.cluster, C.NORMAL, C.EVENT_CREATED_WORKER_POD, message)
     if errors:
         raise errors[0]
 

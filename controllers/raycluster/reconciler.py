@@ -14,8 +14,10 @@ Phases, in order (KubeRay's ``rayClusterReconcile``), each a function over one
    differs (:mod:`.status_write`).
 
 Requeue: watch-driven (owned Pods/Services, RayCluster generation/labels/annotations), plus one
-long resync (default 300 s). Errors requeue rate-limited through the controller. The only short
-requeue is the one that moves a suspend from "Suspending recorded" to "delete the Pods".
+long resync (default 300 s). Errors requeue rate-limited through the controller. Phases ask the
+kit's timer (``ctx.requeue``, :mod:`controllers.common.requeue`) for a wake-up: the deletion
+flow's poll, a held-back status write; the only immediate requeue is the one that moves a suspend
+from "Suspending recorded" to "delete the Pods".
 Wiring (watches, cache selectors and transforms) is in :mod:`.setup`.
 """
 
@@ -26,8 +28,9 @@ from controllers.api.errors import FieldError
 from controllers.api.validation import validate_raycluster
 from controllers.batchscheduler import SchedulerError
 from controllers.common import cluster as common
-from controllers.common.cache import CacheReader
-from controllers.common.events import Recorder
+from controllers.common.last_write import load, remember_write
+from controllers.common.objects import managed_here
+from controllers.common.scope import Deps
 from controllers.raycluster.children import reconcile_children, service
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.deletion import add_finalizer, finalize, needs_finalizer
@@ -41,74 +44,50 @@ from controllers.raycluster.status import compute_status
 from controllers.raycluster.status_write import (
     became_suspending,
     coalesce_delay,
-    latest,
-    remember_write,
     report_invalid,
     write_status,
 )
-from kuberay_py.client import ApiError, Client
+from kuberay_py.client import ApiError
 from kuberay_py.client.resources import PODS
-from kuberay_py.clock import Clock, RealClock, format_rfc3339
+from kuberay_py.clock import format_rfc3339
 from kuberay_py.controller import Expectations, Request, Result
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
 
 __all__ = ["RayClusterReconciler"]
 
-log = get_logger("controllers.raycluster")
+log = get_logger(__name__)
 
 
 class RayClusterReconciler:
     def __init__(
         self,
-        client: Client,
-        cache: CacheReader,
-        recorder: Recorder,
+        deps: Deps[RayClusterOptions],
         *,
-        clock: Clock | None = None,
-        options: RayClusterOptions | None = None,
         expectations: Expectations | None = None,
         cert_manager: CertManager | None = None,
     ) -> None:
-        self.client = client
-        self.cache = cache
-        self.recorder = recorder
-        self.clock = clock or RealClock()
-        self.options = options or RayClusterOptions()
-        self.expectations = expectations or Expectations(clock=self.clock)
+        self.deps = deps
+        self.expectations = expectations or Expectations(clock=deps.clock)
         self.memory = Memory(self.expectations)
-        self.cert_manager = cert_manager or CertManager(client)
+        self.cert_manager = cert_manager or CertManager(deps.client)
 
     def _cached_pods(self, request: Request) -> list[Obj]:
-        return self.cache.list(PODS, request.namespace, labels={C.RAY_CLUSTER_LABEL_KEY: request.name})
+        return self.deps.cache.list(PODS, request.namespace, labels={C.RAY_CLUSTER_LABEL_KEY: request.name})
 
     async def reconcile(self, request: Request) -> Result:
         key = f"{request.namespace}/{request.name}"
-        cached = self.cache.get(C.RAYCLUSTERS, request.name, request.namespace)
-        if cached is None:
-            self.memory.forget(key)
+        loaded = load(self.deps.cache, C.RAYCLUSTERS, request, self.memory)
+        if loaded is None:
             return Result()
-        memo = self.memory.memo(key, cached["metadata"]["uid"])
-        cluster = latest(memo, cached)
-        managed_by = common.spec(cluster).get("managedBy")
-        if managed_by and managed_by != C.MANAGED_BY_KUBERAY:
-            log.debug("managed by another controller", managed_by=managed_by)
+        cluster, memo = loaded
+        if not managed_here(cluster):
+            log.debug("managed by another controller", managed_by=common.spec(cluster).get("managedBy"))
             return Result()
-        pods = self._cached_pods(request)
-        ctx = ClusterContext(
-            self.client,
-            self.cache,
-            self.recorder,
-            self.clock,
-            self.options,
-            self.expectations,
-            memo,
-            cluster,
-            pods,
-        )
-
-        errors = validate_raycluster(cluster, gates=self.options.gates)
-        if not errors and tls_enabled(cluster, self.options) and not await self.cert_manager.available():
+        ctx = ClusterContext(self.deps, self.expectations, memo, cluster, self._cached_pods(request))
+        options = self.deps.options
+        errors = validate_raycluster(cluster, gates=options.gates)
+        if not errors and tls_enabled(cluster, options) and not await self.cert_manager.available():
             errors = [FieldError("spec.tlsOptions", C.CERT_MANAGER_REQUIRED)]
         if errors:
             await report_invalid(ctx, errors)
@@ -116,11 +95,13 @@ class RayClusterReconciler:
         if cluster["metadata"].get("deletionTimestamp"):
             memo.forget_children()
             delay = await finalize(ctx)
-            return Result(requeue_after=delay) if delay is not None else Result()
-        if needs_finalizer(cluster, self.options) and C.GCS_FT_REDIS_CLEANUP_FINALIZER not in (
+            if delay is not None:
+                ctx.requeue.at(delay)
+            return ctx.requeue.result()
+        if needs_finalizer(cluster, options) and C.GCS_FT_REDIS_CLEANUP_FINALIZER not in (
             cluster["metadata"].get("finalizers") or []
         ):
-            ctx.cluster = await add_finalizer(self.client, cluster)
+            ctx.cluster = await add_finalizer(self.deps.client, cluster)
             remember_write(memo, cluster, ctx.cluster)  # until the watch shows the finalizer
 
         failure: ReplicaFailure | None = None
@@ -128,8 +109,8 @@ class RayClusterReconciler:
         try:
             await reconcile_children(ctx)
             await reconcile_gcs_storage(ctx)
-            if tls_enabled(ctx.cluster, self.options) and wants_pods(ctx):
-                await check_secrets_ready(self.client, ctx.cluster)  # no Pod before its certificate
+            if tls_enabled(ctx.cluster, options) and wants_pods(ctx):
+                await check_secrets_ready(self.deps.client, ctx.cluster)  # no Pod before its certificate
             await reconcile_pods(ctx)
         except ReplicaFailure as exc:
             failure, error = exc, exc
@@ -145,7 +126,7 @@ class RayClusterReconciler:
             ctx.cluster,
             pods,
             service(ctx, common.head_service_name(ctx.cluster)),
-            now=format_rfc3339(self.clock.utcnow()),
+            now=format_rfc3339(self.deps.clock.utcnow()),
             replica_failure=(failure.reason, failure.message) if failure else None,
             reconcile_failed=error is not None,
         )
@@ -160,7 +141,7 @@ class RayClusterReconciler:
         if error is not None:
             raise error
         if suspending_now:
-            return Result(requeue=True)
+            ctx.requeue.immediately()
         if defer is not None:
-            return Result(requeue_after=defer)
-        return Result(requeue_after=self.options.resync_period)
+            ctx.requeue.at(defer)
+        return ctx.requeue.result(default=options.resync_period)

@@ -31,7 +31,7 @@ __all__ = [
     "route_name",
 ]
 
-log = get_logger("controllers.raycluster.route")
+log = get_logger(__name__)
 
 ROUTES = Resource("route.openshift.io", "v1", "Route", "routes")
 #: Any one of these groups served means OpenShift (KubeRay's openShiftAPIGroups); each is asked

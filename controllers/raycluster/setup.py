@@ -21,6 +21,7 @@ from controllers import constants as C
 from controllers.batchscheduler.kubernetes_was import PODGROUPS as WAS_PODGROUPS
 from controllers.batchscheduler.kubernetes_was import WORKLOADS as WAS_WORKLOADS
 from controllers.batchscheduler.volcano import PODGROUPS as VOLCANO_PODGROUPS
+from controllers.common.scope import deps_from
 from controllers.raycluster import mtls_pki, networkpolicy_controller
 from controllers.raycluster.mtls_pki import MTLSReconciler
 from controllers.raycluster.networkpolicy_controller import NetworkPolicyReconciler
@@ -29,7 +30,7 @@ from controllers.raycluster.pod_cache import slim_pod
 from controllers.raycluster.reconciler import RayClusterReconciler
 from kuberay_py.client import Resource
 from kuberay_py.client.resources import JOBS, NETWORKPOLICIES, PODS, SERVICES
-from kuberay_py.clock import Clock
+from kuberay_py.clock import Clock, RealClock
 from kuberay_py.controller import AnnotationsChanged, Expectations, GenerationChanged, LabelsChanged, or_
 from kuberay_py.objects import Obj
 
@@ -70,16 +71,12 @@ def setup(
             raise ValueError(f"resync_period must be > 0, got {resync_period}")
         opts = dataclasses.replace(opts, resync_period=resync_period)
     expectations = Expectations(clock=clock)
+    # The RayCluster controllers keep the real clock unless one is injected (the manager's may be
+    # a test's FakeClock stepping another controller).
+    clock = clock or RealClock()
     cert_manager = mtls_pki.CertManager(manager.client)
-    reconciler = RayClusterReconciler(
-        manager.client,
-        manager.cache,
-        manager.event_recorder(CONTROLLER_NAME),
-        clock=clock,
-        options=opts,
-        expectations=expectations,
-        cert_manager=cert_manager,
-    )
+    deps = deps_from(manager, CONTROLLER_NAME, opts, clock=clock)
+    reconciler = RayClusterReconciler(deps, expectations=expectations, cert_manager=cert_manager)
     manager.cache.informer_for(PODS).add_event_handler(expectations)
     builder = (
         manager.controller(CONTROLLER_NAME)
@@ -98,15 +95,12 @@ def setup(
     # KubeRay's gated controllers, each its own as in KubeRay's main (alpha gates, off by default).
     if opts.gates.mtls:
         # Certificates and Issuers are not watched (their CRDs may be absent): it requeues itself.
-        recorder = manager.event_recorder(mtls_pki.CONTROLLER_NAME)
-        mtls = MTLSReconciler(manager.client, manager.cache, recorder, cert_manager, opts)
-        manager.controller("raycluster-mtls").for_(C.RAYCLUSTERS).complete(mtls)
+        mtls = MTLSReconciler(deps_from(manager, mtls_pki.EVENT_SOURCE, opts, clock=clock), cert_manager)
+        manager.controller(mtls_pki.CONTROLLER_NAME).for_(C.RAYCLUSTERS).complete(mtls)
     if opts.gates.network_policy:
-        policies = NetworkPolicyReconciler(
-            manager.client, manager.cache, manager.event_recorder(networkpolicy_controller.CONTROLLER_NAME)
-        )
+        policies = NetworkPolicyReconciler(deps_from(manager, networkpolicy_controller.EVENT_SOURCE, opts))
         (
-            manager.controller("networkpolicy")
+            manager.controller(networkpolicy_controller.CONTROLLER_NAME)
             .for_(C.RAYCLUSTERS, predicates=[GenerationChanged()])
             .owns(NETWORKPOLICIES)
             .with_options(max_concurrent_reconciles=max_concurrent_reconciles)

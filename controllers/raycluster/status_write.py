@@ -14,7 +14,7 @@ from typing import Any
 from controllers import constants as C
 from controllers.common.conditions import is_condition_true
 from controllers.common.invalid import invalid_reason
-from controllers.common.last_write import latest, remember_write
+from controllers.common.last_write import remember_write
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.status import status_differs
 from kuberay_py.client import Conflict, NotFound
@@ -25,13 +25,11 @@ from kuberay_py.objects import Obj
 __all__ = [
     "became_suspending",
     "coalesce_delay",
-    "latest",
-    "remember_write",
     "report_invalid",
     "write_status",
 ]
 
-log = get_logger("controllers.raycluster")
+log = get_logger(__name__)
 
 # Status fields whose change alone is not urgent (see coalesce_delay).
 _SOFT = ("readyWorkerReplicas", "availableWorkerReplicas", "head", "endpoints", "conditions")
@@ -46,11 +44,11 @@ def coalesce_delay(ctx: ClusterContext, new: Obj, *, urgent: bool) -> float | No
     written at once.
     """
     memo, old = ctx.memo, ctx.cluster.get("status")
-    window = ctx.options.status_coalesce_seconds
+    window = ctx.deps.options.status_coalesce_seconds
     if urgent or window <= 0 or not status_differs(old, new) or status_differs(_hard(old or {}), _hard(new)):
         memo.deferred_since = None
         return None
-    now = ctx.clock.now()
+    now = ctx.deps.clock.now()
     if memo.deferred_since is None:
         memo.deferred_since = now
     remaining = memo.deferred_since + window - now
@@ -78,7 +76,7 @@ def became_suspending(cluster: Obj, new_status: Obj) -> bool:
 def _status_body(ctx: ClusterContext, new_status: Obj) -> Obj:
     """A ``/status`` PUT body: the cached object's metadata (its resourceVersion makes a stale
     cache a 409, as controller-runtime's ``Status().Update``) with the new status, stamped now."""
-    new_status["lastUpdateTime"] = format_rfc3339(ctx.clock.utcnow())
+    new_status["lastUpdateTime"] = format_rfc3339(ctx.deps.clock.utcnow())
     return {
         "apiVersion": C.RAYCLUSTERS.api_version,
         "kind": C.RAYCLUSTERS.kind,
@@ -93,7 +91,7 @@ async def write_status(ctx: ClusterContext, new_status: Obj) -> None:
     if not status_differs(ctx.cluster.get("status"), new_status):
         return
     try:
-        written = await ctx.client.update_status(C.RAYCLUSTERS, _status_body(ctx, new_status))
+        written = await ctx.deps.client.update_status(C.RAYCLUSTERS, _status_body(ctx, new_status))
     except NotFound:
         return
     except Conflict:
@@ -116,11 +114,11 @@ async def report_invalid(ctx: ClusterContext, errors: list[Any]) -> None:
     generation = cluster["metadata"].get("generation")
     if status.get("reason") == message and status.get("observedGeneration") == generation:
         return
-    ctx.recorder.event(cluster, C.WARNING, reason, message)
+    ctx.deps.recorder.event(cluster, C.WARNING, reason, message)
     new_status = copy.deepcopy(status)
     new_status["reason"] = message
     new_status["observedGeneration"] = generation or 0
     try:
-        await ctx.client.update_status(C.RAYCLUSTERS, _status_body(ctx, new_status))
+        await ctx.deps.client.update_status(C.RAYCLUSTERS, _status_body(ctx, new_status))
     except NotFound:
         pass

@@ -16,6 +16,7 @@ from controllers.api.job_validation import validate_raycronjob
 from controllers.common.events import create_once
 from controllers.common.invalid import invalid_reason
 from controllers.common.last_write import remember_write
+from controllers.common.objects import generation_of, spec_of
 from controllers.raycronjob.builders import child_rayjob
 from controllers.raycronjob.context import CronContext
 from controllers.raycronjob.ticks import due_ticks
@@ -30,20 +31,20 @@ def validate(ctx: CronContext) -> bool:
     errors = validate_raycronjob(ctx.cron)
     if not errors:
         return False
-    if ctx.memory.first_time(ctx.key, "invalid", ctx.generation):
+    if ctx.memo.first_time("invalid", generation_of(ctx.cron)):
         message = "\n".join(str(e) for e in errors)
         reason = invalid_reason("RayCronJob", errors, ("spec",))
-        ctx.recorder.event(ctx.cron, C.WARNING, reason, f"{ctx.key}: {message}")
+        ctx.deps.recorder.event(ctx.cron, C.WARNING, reason, f"{ctx.ref.key}: {message}")
     return True  # a spec change wakes us
 
 
 def suspended(ctx: CronContext) -> bool:
     """True (stop here) while ``spec.suspend``: a Normal event once per generation."""
-    if not ctx.spec.get("suspend"):
-        ctx.memory.clear(ctx.key)
+    if not spec_of(ctx.cron).get("suspend"):
+        ctx.memo.told = None
         return False
-    if ctx.memory.first_time(ctx.key, "suspended", ctx.generation):
-        ctx.recorder.event(
+    if ctx.memo.first_time("suspended", generation_of(ctx.cron)):
+        ctx.deps.recorder.event(
             ctx.cron,
             C.NORMAL,
             "SuspendedRayCronJob",
@@ -56,36 +57,36 @@ async def tick(ctx: CronContext) -> None:
     """For each due tick (:func:`~.ticks.due_ticks`), earliest first, create ``<cron>-<unixMinutes>``
     (AlreadyExists counts as done) and write ``status.lastScheduleTime``, as KubeRay does one
     reconcile at a time; then wake up at the next tick."""
-    spec = ctx.spec
+    spec = spec_of(ctx.cron)
     schedule = parse_schedule(str(spec["schedule"]), spec.get("timeZone"))
     last = parse_rfc3339((ctx.cron.get("status") or {}).get("lastScheduleTime")) or parse_rfc3339(
         ctx.cron["metadata"].get("creationTimestamp")
     )
-    now = ctx.clock.utcnow()
+    now = ctx.deps.clock.utcnow()
     if last is None:
         last = now
-    ticks, following = due_ticks(schedule, last, now, ctx.options.missed_ticks)
+    ticks, following = due_ticks(schedule, last, now, ctx.deps.options.missed_ticks)
     for due in ticks:
         await _create_child(ctx, due)
         body = copy.deepcopy(ctx.cron)
         body["status"] = dict(ctx.cron.get("status") or {}) | {"lastScheduleTime": format_rfc3339(due)}
         try:
-            written = await ctx.client.update_status(C.RAYCRONJOBS, body)
+            written = await ctx.deps.client.update_status(C.RAYCRONJOBS, body)
         except Conflict:
             ctx.requeue.immediately()
             return
         remember_write(ctx.memo, ctx.cron, written)
         ctx.cron = written
-    ctx.requeue.at((following - ctx.clock.utcnow()).total_seconds())
+    ctx.requeue.at((following - ctx.deps.clock.utcnow()).total_seconds())
 
 
 async def _create_child(ctx: CronContext, due: datetime) -> None:
     child = child_rayjob(ctx.cron, due)
-    ref = f"{ctx.namespace}/{child['metadata']['name']}"
+    ref = f"{ctx.ref.namespace}/{child['metadata']['name']}"
     await create_once(  # None: this tick's child exists, a previous pass created it
-        ctx.recorder,
+        ctx.deps.recorder,
         ctx.cron,
-        ctx.client.create(C.RAYJOBS, child, ctx.namespace),
+        ctx.deps.client.create(C.RAYJOBS, child, ctx.ref.namespace),
         failed=("FailedToCreateRayJob", f"Failed to create RayJob {ref}: {{error}}"),
         done=("CreatedRayJob", f"Created RayJob {ref}"),
     )

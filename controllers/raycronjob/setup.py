@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from controllers import constants as C
+from controllers.common.scope import deps_from
 from controllers.raycronjob.options import RayCronJobOptions
 from controllers.raycronjob.reconciler import RayCronJobReconciler
 from kuberay_py.clock import Clock
@@ -30,13 +31,8 @@ def setup(
     options: RayCronJobOptions | None = None,
     max_concurrent_reconciles: int = 1,
 ) -> RayCronJobReconciler:
-    reconciler = RayCronJobReconciler(
-        manager.client,
-        manager.cache,
-        manager.event_recorder(CONTROLLER_NAME),
-        clock=clock or manager.clock,
-        options=options,
-    )
+    options = options or RayCronJobOptions()
+    reconciler = RayCronJobReconciler(deps_from(manager, CONTROLLER_NAME, options, clock=clock))
     (
         manager.controller(CONTROLLER_NAME)
         .for_(C.RAYCRONJOBS, predicates=[GenerationChanged()])

@@ -28,7 +28,7 @@ async def add_finalizer(ctx: JobContext) -> Obj:
     generation of a hand-written spec); returns the stored object."""
     if RAYJOB_FINALIZER in (ctx.job["metadata"].get("finalizers") or []):
         return ctx.job
-    return await ctx.client.update(C.RAYJOBS, finalizer_update("RayJob", ctx.job, add=RAYJOB_FINALIZER))
+    return await ctx.deps.client.update(C.RAYJOBS, finalizer_update("RayJob", ctx.job, add=RAYJOB_FINALIZER))
 
 
 async def finalize(ctx: JobContext) -> None:
@@ -38,7 +38,7 @@ async def finalize(ctx: JobContext) -> None:
     if ctx.status.get("jobStatus") not in ("STOPPED", "SUCCEEDED", "FAILED"):
         await stop_ray_job(ctx)
     try:
-        await ctx.client.update(C.RAYJOBS, finalizer_update("RayJob", ctx.job, remove=RAYJOB_FINALIZER))
+        await ctx.deps.client.update(C.RAYJOBS, finalizer_update("RayJob", ctx.job, remove=RAYJOB_FINALIZER))
     except NotFound:
         pass
     except Conflict:
@@ -47,18 +47,20 @@ async def finalize(ctx: JobContext) -> None:
 
 async def _delete_self(ctx: JobContext) -> None:
     try:
-        await ctx.client.delete(C.RAYJOBS, ctx.name, ctx.namespace, propagation_policy="Background")
+        await ctx.deps.client.delete(
+            C.RAYJOBS, ctx.ref.name, ctx.ref.namespace, propagation_policy="Background"
+        )
     except NotFound:
         pass
 
 
 async def _delete_cluster(ctx: JobContext) -> None:
     name = str(ctx.status.get("rayClusterName") or "")
-    ref = f"{ctx.namespace}/{name}"
+    ref = f"{ctx.ref.namespace}/{name}"
     await delete_once(
-        ctx.recorder,
+        ctx.deps.recorder,
         ctx.job,
-        ctx.client.delete(C.RAYCLUSTERS, name, ctx.namespace, propagation_policy="Background"),
+        ctx.deps.client.delete(C.RAYCLUSTERS, name, ctx.ref.namespace, propagation_policy="Background"),
         failed=("FailedToDeleteRayCluster", f"Failed to delete cluster {ref}: {{error}}"),
         done=("DeletedRayCluster", f"Deleted cluster {ref}"),
     )
@@ -66,16 +68,16 @@ async def _delete_cluster(ctx: JobContext) -> None:
 
 async def _delete_workers(ctx: JobContext, cluster: Obj) -> None:
     groups = [dict(g) | {"suspend": True} for g in (cluster.get("spec") or {}).get("workerGroupSpecs") or []]
-    ref = f"{ctx.namespace}/{cluster['metadata']['name']}"
+    ref = f"{ctx.ref.namespace}/{cluster['metadata']['name']}"
     patch = {
         "spec": {"workerGroupSpecs": groups},
         "metadata": {"resourceVersion": cluster["metadata"]["resourceVersion"]},
     }
     try:
         await write_with_events(
-            ctx.recorder,
+            ctx.deps.recorder,
             ctx.job,
-            ctx.client.patch(C.RAYCLUSTERS, cluster["metadata"]["name"], patch, ctx.namespace),
+            ctx.deps.client.patch(C.RAYCLUSTERS, cluster["metadata"]["name"], patch, ctx.ref.namespace),
             failed=("FailedToUpdateRayCluster", f"Failed to update cluster {ref}: {{error}}"),
             done=(
                 "UpdatedRayCluster",
@@ -119,9 +121,11 @@ async def terminal(ctx: JobContext) -> None:
     spec = ctx.spec
     selector = ctx.selector_cluster is not None
     cluster = (
-        None if selector else ctx.cache.get(C.RAYCLUSTERS, str(st.get("rayClusterName") or ""), ctx.namespace)
+        None
+        if selector
+        else ctx.deps.cache.get(C.RAYCLUSTERS, str(st.get("rayClusterName") or ""), ctx.ref.namespace)
     )
-    strategy = spec.get("deletionStrategy") if ctx.options.deletion_policy else None
+    strategy = spec.get("deletionStrategy") if ctx.deps.options.deletion_policy else None
     if strategy and strategy.get("deletionRules"):
         overdue: list[str] = []
         for rule in strategy["deletionRules"]:
@@ -155,7 +159,7 @@ async def terminal(ctx: JobContext) -> None:
         left = _due_in(ctx, float(spec.get("ttlSecondsAfterFinished") or 0))
         if left > 0:
             ctx.requeue.at(left)
-        elif ctx.options.delete_rayjob_after_finishes:
+        elif ctx.deps.options.delete_rayjob_after_finishes:
             await _delete_self(ctx)
         elif cluster is not None and not cluster["metadata"].get("deletionTimestamp"):
             await _delete_cluster(ctx)

@@ -12,15 +12,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from controllers.common.cache import CacheReader
-from controllers.common.events import Recorder
 from controllers.common.requeue import Requeue
+from controllers.common.scope import Deps, Ref
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.rayjob.memory import JobMemo
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.shapes import JobDeploymentStatus, RayJobStatus
-from kuberay_py.client import Client
-from kuberay_py.clock import Clock, format_rfc3339, parse_rfc3339
+from kuberay_py.clock import format_rfc3339, parse_rfc3339
 from kuberay_py.objects import Obj
 
 __all__ = ["JobContext"]
@@ -28,11 +26,7 @@ __all__ = ["JobContext"]
 
 @dataclass
 class JobContext:
-    client: Client
-    cache: CacheReader
-    recorder: Recorder
-    clock: Clock
-    options: RayJobOptions
+    deps: Deps[RayJobOptions]
     dashboards: DashboardClientFactory
     memo: JobMemo
     job: Obj  # the RayJob (cached, or our newer write of it); status edits go to ``status``
@@ -41,16 +35,8 @@ class JobContext:
     transitions: list[tuple[str, str]] = field(default_factory=list)  # (from, to) deployment states
 
     @property
-    def namespace(self) -> str:
-        return str(self.job["metadata"]["namespace"])
-
-    @property
-    def name(self) -> str:
-        return str(self.job["metadata"]["name"])
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
+    def ref(self) -> Ref:
+        return Ref.of(self.job)
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -79,12 +65,12 @@ class JobContext:
         self.requeue.immediately()
 
     def now(self) -> datetime:
-        return self.clock.utcnow()
+        return self.deps.clock.utcnow()
 
     def now_text(self) -> str:
-        return format_rfc3339(self.clock.utcnow())
+        return format_rfc3339(self.deps.clock.utcnow())
 
     def since(self, field_name: str) -> float | None:
         """Seconds since the timestamp ``status.<field_name>`` (None when unset)."""
         when = parse_rfc3339(self.status.get(field_name))
-        return None if when is None else (self.clock.utcnow() - when).total_seconds()
+        return None if when is None else (self.deps.clock.utcnow() - when).total_seconds()

@@ -21,7 +21,7 @@ from kuberay_py.log import get_logger
 
 __all__ = ["NoDashboard", "ray_jobs", "stop_ray_job"]
 
-log = get_logger("controllers.rayjob")
+log = get_logger(__name__)
 
 
 class NoDashboard(Exception):
@@ -36,7 +36,7 @@ async def _token(ctx: JobContext, pod: dict[str, Any]) -> str | None:
     if ctx.memo.token is not None and ctx.memo.token[0] == uid:
         return ctx.memo.token[1]
     try:
-        secret = await ctx.client.get(SECRETS, source.name, ctx.namespace)
+        secret = await ctx.deps.client.get(SECRETS, source.name, ctx.ref.namespace)
     except ApiError as exc:
         raise NoDashboard(f"cannot read the Ray auth token Secret {source.name}: {exc}") from exc
     try:
@@ -50,13 +50,13 @@ async def _token(ctx: JobContext, pod: dict[str, Any]) -> str | None:
 async def ray_jobs(ctx: JobContext) -> RayJobs:
     """A job client for the current cluster's head; raises NoDashboard without a running head."""
     cluster_name = str(ctx.status.get("rayClusterName") or "")
-    pod = head_pod(ctx.cache, ctx.namespace, cluster_name)
+    pod = head_pod(ctx.deps.cache, ctx.ref.namespace, cluster_name)
     # Running with an address is enough: a SidecarMode head whose submitter container finished is
     # unready (one container terminated) yet its dashboard still answers.
     status = (pod or {}).get("status") or {}
     if pod is None or status.get("phase") != "Running" or not status.get("podIP"):
-        raise NoDashboard(f"the head Pod of RayCluster {ctx.namespace}/{cluster_name} is not running")
-    cluster = ctx.cache.get(C.RAYCLUSTERS, cluster_name, ctx.namespace)
+        raise NoDashboard(f"the head Pod of RayCluster {ctx.ref.namespace}/{cluster_name} is not running")
+    cluster = ctx.deps.cache.get(C.RAYCLUSTERS, cluster_name, ctx.ref.namespace)
     token = await _token(ctx, pod)
     ctx.memo.polls += 1
     return RayJobs(dashboard_client(ctx.dashboards, pod, cluster, token))
@@ -71,7 +71,7 @@ async def stop_ray_job(ctx: JobContext) -> None:
         ray = await ray_jobs(ctx)
         stopped = await ray.stop(job_id)
     except (NoDashboard, DashboardError) as exc:
-        log.info("could not stop the Ray job", rayjob=ctx.key, job_id=job_id, error=str(exc))
+        log.info("could not stop the Ray job", rayjob=ctx.ref.key, job_id=job_id, error=str(exc))
         return
     if stopped:
-        log.info("stopped the Ray job", rayjob=ctx.key, job_id=job_id)
+        log.info("stopped the Ray job", rayjob=ctx.ref.key, job_id=job_id)

@@ -38,9 +38,9 @@ def new(ctx: JobContext) -> None:
     """initStatus: ids and names for this attempt, startTime now → Initializing."""
     st = ctx.status
     if ctx.mode != "InteractiveMode":
-        st["jobId"] = ctx.spec.get("jobId") or generate_name(ctx.name)
+        st["jobId"] = ctx.spec.get("jobId") or generate_name(ctx.ref.name)
     selected = ctx.selector_cluster
-    st["rayClusterName"] = selected if selected is not None else generate_name(ctx.name)
+    st["rayClusterName"] = selected if selected is not None else generate_name(ctx.ref.name)
     st["jobStatus"] = ""
     st["startTime"] = ctx.now_text()
     ctx.move("Initializing")
@@ -72,12 +72,12 @@ def pre_running_deadline_passed(ctx: JobContext) -> bool:
 async def get_or_create_cluster(ctx: JobContext) -> Obj | None:
     """The attempt's RayCluster; created if missing (never in clusterSelector mode)."""
     name = str(ctx.status.get("rayClusterName") or "")
-    cluster = ctx.cache.get(C.RAYCLUSTERS, name, ctx.namespace)
+    cluster = ctx.deps.cache.get(C.RAYCLUSTERS, name, ctx.ref.namespace)
     if cluster is not None:
         return cluster
     if ctx.selector_cluster is not None:
-        ref = f"{ctx.namespace}/{name}"
-        ctx.recorder.event(
+        ref = f"{ctx.ref.namespace}/{name}"
+        ctx.deps.recorder.event(
             ctx.job,
             C.WARNING,
             "RayClusterNotFound",
@@ -88,32 +88,34 @@ async def get_or_create_cluster(ctx: JobContext) -> Obj | None:
         ctx.job,
         name,
         str(ctx.status.get("jobId") or ""),
-        sidecar_restart=ctx.options.sidecar_submitter_restart,
+        sidecar_restart=ctx.deps.options.sidecar_submitter_restart,
     )
     scheduling.tag_cluster(ctx, manifest)
-    ref = f"{ctx.namespace}/{name}"
+    ref = f"{ctx.ref.namespace}/{name}"
     created = await create_once(
-        ctx.recorder,
+        ctx.deps.recorder,
         ctx.job,
-        ctx.client.create(C.RAYCLUSTERS, manifest, ctx.namespace),
+        ctx.deps.client.create(C.RAYCLUSTERS, manifest, ctx.ref.namespace),
         failed=("FailedToCreateRayCluster", f"Failed to create RayCluster {ref}: {{error}}"),
         done=("CreatedRayCluster", f"Created RayCluster {ref}"),
     )
-    return created if created is not None else await ctx.client.get(C.RAYCLUSTERS, name, ctx.namespace)
+    return (
+        created if created is not None else await ctx.deps.client.get(C.RAYCLUSTERS, name, ctx.ref.namespace)
+    )
 
 
 async def _ensure_submitter(ctx: JobContext, cluster: Obj) -> bool:
     """Create the K8sJobMode submitter Job if it does not exist; False if the create failed."""
-    if ctx.cache.get(JOBS, ctx.name, ctx.namespace) is not None:
+    if ctx.deps.cache.get(JOBS, ctx.ref.name, ctx.ref.namespace) is not None:
         return True
     job_id = str(ctx.status.get("jobId") or "")
     manifest = builders.submitter_job(ctx.job, cluster, str(ctx.status.get("dashboardURL") or ""), job_id)
     scheduling.tag_submitter(ctx, manifest["spec"]["template"])
-    ref = f"{ctx.namespace}/{ctx.name}"
+    ref = f"{ctx.ref.namespace}/{ctx.ref.name}"
     await create_once(
-        ctx.recorder,
+        ctx.deps.recorder,
         ctx.job,
-        ctx.client.create(JOBS, manifest, ctx.namespace),
+        ctx.deps.client.create(JOBS, manifest, ctx.ref.namespace),
         failed=("FailedToCreateRayJobSubmitter", f"Failed to create new Kubernetes Job {ref}: {{error}}"),
         done=("CreatedRayJobSubmitter", f"Created Kubernetes Job {ref}"),
     )
@@ -134,7 +136,7 @@ async def initializing(ctx: JobContext) -> None:
         ctx.status["rayClusterStatus"] = cluster.get("status") or {}
         if (cluster.get("status") or {}).get("state") != "ready":
             return  # the RayCluster's status change wakes us
-        ctx.status["dashboardURL"] = builders.dashboard_url(cluster, ctx.options.cluster_domain)
+        ctx.status["dashboardURL"] = builders.dashboard_url(cluster, ctx.deps.options.cluster_domain)
     if ctx.mode == "InteractiveMode":
         ctx.move("Waiting")
         return
@@ -157,16 +159,16 @@ async def _delete(
     ctx: JobContext, res: Resource, name: str, what: str, reason_ok: str, reason_bad: str
 ) -> bool:
     """Delete a child (background propagation); True once it is gone from the cache."""
-    cached = ctx.cache.get(res, name, ctx.namespace)
+    cached = ctx.deps.cache.get(res, name, ctx.ref.namespace)
     if cached is None:
         return True
     if cached["metadata"].get("deletionTimestamp"):
         return False  # in progress; its removal from the cache wakes us
-    ref = f"{ctx.namespace}/{name}"
+    ref = f"{ctx.ref.namespace}/{name}"
     deleted = await delete_once(
-        ctx.recorder,
+        ctx.deps.recorder,
         ctx.job,
-        ctx.client.delete(res, name, ctx.namespace, propagation_policy="Background"),
+        ctx.deps.client.delete(res, name, ctx.ref.namespace, propagation_policy="Background"),
         failed=(reason_bad, f"Failed to delete {what} {ref}: {{error}}"),
         done=(reason_ok, f"Deleted {what} {ref}"),
     )
@@ -194,7 +196,7 @@ async def suspending_or_retrying(ctx: JobContext) -> None:
             await _delete(
                 ctx,
                 JOBS,
-                ctx.name,
+                ctx.ref.name,
                 "submitter K8s Job",
                 "DeletedRayJobSubmitter",
                 "FailedToDeleteRayJobSubmitter",

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controllers.common.memos import Memos
 from kuberay_py.objects import Obj
 
 __all__ = ["JobMemo", "Memory"]
@@ -31,24 +32,15 @@ class JobMemo:
 
 class Memory:
     def __init__(self) -> None:
-        self._memos: dict[str, JobMemo] = {}
-
-    def memo(self, key: str, uid: str) -> JobMemo:
-        memo = self._memos.get(key)
-        if memo is None or memo.uid != uid:
-            memo = self._memos[key] = JobMemo(uid)
-        return memo
+        self.memos: Memos[JobMemo] = Memos(JobMemo)
 
     def forget(self, key: str) -> None:
         """The RayJob ``key`` is gone: drop everything remembered about it."""
-        self._memos.pop(key, None)
+        self.memos.forget(key)
 
     def total_polls(self) -> int:
-        return sum(m.polls for m in self._memos.values())
+        return sum(m.polls for m in self.memos)
 
     def polls(self, key: str) -> int:
-        memo = self._memos.get(key)
+        memo = self.memos.peek(key)
         return memo.polls if memo is not None else 0
-
-    def __len__(self) -> int:
-        return len(self._memos)

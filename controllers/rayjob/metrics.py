@@ -42,9 +42,9 @@ def observe_transition(ctx: JobContext, new_state: str) -> None:
         return
     retries = int(ctx.status.get("failed") or 0) - (1 if new_state in ("Failed", "Retrying") else 0)
     uid = str(ctx.job["metadata"].get("uid", ""))
-    labels = (ctx.name, ctx.namespace, uid, new_state, str(max(0, retries)))
+    labels = (ctx.ref.name, ctx.ref.namespace, uid, new_state, str(max(0, retries)))
     EXECUTION_DURATION.labels(*labels).set(max(0.0, elapsed))
-    _SERIES.setdefault((ctx.namespace, ctx.name), set()).add(labels)
+    _SERIES.setdefault((ctx.ref.namespace, ctx.ref.name), set()).add(labels)
 
 
 def forget_job(namespace: str, name: str) -> None:

@@ -19,10 +19,10 @@ from typing import cast
 
 from controllers import constants as C
 from controllers.api.job_validation import validate_rayjob
-from controllers.common.cache import CacheReader
-from controllers.common.events import Recorder
 from controllers.common.invalid import invalid_reason
-from controllers.common.last_write import latest, remember_write
+from controllers.common.last_write import load, remember_write
+from controllers.common.objects import managed_here
+from controllers.common.scope import Deps
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.rayjob import cleanup, lifecycle, running, scheduling
 from controllers.rayjob.builders import RAYJOB_FINALIZER
@@ -32,15 +32,13 @@ from controllers.rayjob.metrics import forget_job
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.shapes import JobDeploymentStatus, RayJobStatus
 from controllers.rayjob.status import apply_transition_rules, write_status
-from kuberay_py.client import Client
-from kuberay_py.clock import Clock, RealClock
 from kuberay_py.controller import Request, Result
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
 
 __all__ = ["RayJobReconciler"]
 
-log = get_logger("controllers.rayjob")
+log = get_logger(__name__)
 MAX_CHAINED = 6
 
 
@@ -75,40 +73,10 @@ def _phase(state: JobDeploymentStatus) -> Callable[[JobContext], Awaitable[None]
 
 
 class RayJobReconciler:
-    def __init__(
-        self,
-        client: Client,
-        cache: CacheReader,
-        recorder: Recorder,
-        dashboards: DashboardClientFactory,
-        *,
-        clock: Clock | None = None,
-        options: RayJobOptions | None = None,
-    ) -> None:
-        self.client = client
-        self.cache = cache
-        self.recorder = recorder
+    def __init__(self, deps: Deps[RayJobOptions], dashboards: DashboardClientFactory) -> None:
+        self.deps = deps
         self.dashboards = dashboards
-        self.clock = clock or RealClock()
-        self.options = options or RayJobOptions()
         self.memory = Memory()
-
-    def _latest(self, key: str, cached: Obj) -> tuple[Obj, JobContext]:
-        memo = self.memory.memo(key, cached["metadata"]["uid"])
-        job = latest(memo, cached)
-        status = cast(RayJobStatus, dict(job.get("status") or {}))
-        ctx = JobContext(
-            self.client,
-            self.cache,
-            self.recorder,
-            self.clock,
-            self.options,
-            self.dashboards,
-            memo,
-            job,
-            status,
-        )
-        return job, ctx
 
     def _remember(self, ctx: JobContext, over: Obj, written: Obj) -> None:
         remember_write(ctx.memo, over, written)
@@ -116,26 +84,28 @@ class RayJobReconciler:
 
     async def reconcile(self, request: Request) -> Result:
         key = f"{request.namespace}/{request.name}"
-        cached = self.cache.get(C.RAYJOBS, request.name, request.namespace)
-        if cached is None:
-            self.memory.forget(key)
+        loaded = load(self.deps.cache, C.RAYJOBS, request, self.memory)
+        if loaded is None:
             forget_job(request.namespace, request.name)
             return Result()
-        job, ctx = self._latest(key, cached)
-        managed_by = (job.get("spec") or {}).get("managedBy")
-        if managed_by and managed_by != C.MANAGED_BY_KUBERAY:
+        job, memo = loaded
+        ctx = JobContext(
+            self.deps, self.dashboards, memo, job, cast(RayJobStatus, dict(job.get("status") or {}))
+        )
+        if not managed_here(job):
             return Result()
         if job["metadata"].get("deletionTimestamp"):
             await cleanup.finalize(ctx)
             return Result(requeue=True) if ctx.requeue.now else Result()
 
-        errors = validate_rayjob(
-            job, deletion_gate=self.options.deletion_policy, gates=self.options.cluster_gates
-        )
+        options = self.deps.options
+        errors = validate_rayjob(job, deletion_gate=options.deletion_policy, gates=options.cluster_gates)
         if errors:
             message = "\n".join(e.message for e in errors)
             if ctx.state != "ValidationFailed" or ctx.status.get("message") != message:
-                self.recorder.event(job, C.WARNING, invalid_reason(C.CRD_RAYJOB, errors), f"{key}: {message}")
+                self.deps.recorder.event(
+                    job, C.WARNING, invalid_reason(C.CRD_RAYJOB, errors), f"{key}: {message}"
+                )
             ctx.status["jobDeploymentStatus"] = "ValidationFailed"
             ctx.status["reason"] = "ValidationFailed"
             ctx.status["message"] = message

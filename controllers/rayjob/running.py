@@ -35,7 +35,7 @@ __all__ = [
     "transition_grace_period_over",
 ]
 
-log = get_logger("controllers.rayjob")
+log = get_logger(__name__)
 
 GRACE_PERIOD_REASON = "JobDeploymentStatusTransitionGracePeriodExceeded"
 GRACE_PERIOD_MESSAGE = (
@@ -54,7 +54,7 @@ def _condition(job: Obj, type_: str) -> dict[str, Any] | None:
 def submitter_outcome(ctx: JobContext) -> tuple[datetime | None, dict[str, Any] | None, bool]:
     """(when the submitter finished, its failure condition, whether it exists) for K8sJob/Sidecar."""
     if ctx.mode == "K8sJobMode":
-        sub = ctx.cache.get(JOBS, ctx.name, ctx.namespace)
+        sub = ctx.deps.cache.get(JOBS, ctx.ref.name, ctx.ref.namespace)
         if sub is None:
             return None, None, False
         failed = _condition(sub, "Failed")
@@ -62,16 +62,16 @@ def submitter_outcome(ctx: JobContext) -> tuple[datetime | None, dict[str, Any] 
         return (parse_rfc3339(done.get("lastTransitionTime")) if done else None), failed, True
     if ctx.mode == "SidecarMode":
         cluster = str(ctx.status.get("rayClusterName") or "")
-        heads = ctx.cache.list(
+        heads = ctx.deps.cache.list(
             PODS,
-            ctx.namespace,
+            ctx.ref.namespace,
             labels={C.RAY_CLUSTER_LABEL_KEY: cluster, C.RAY_NODE_TYPE_LABEL_KEY: C.NODE_TYPE_HEAD},
         )
         if not heads:
             return None, {"reason": "AppFailed", "message": "Ray head pod not found."}, False
         for cs in (heads[0].get("status") or {}).get("containerStatuses") or []:
             if cs.get("name") == builders.SUBMITTER_CONTAINER:
-                if ctx.options.sidecar_submitter_restart:
+                if ctx.deps.options.sidecar_submitter_restart:
                     return _restarting_sidecar(ctx, cs)
                 term = (cs.get("state") or {}).get("terminated")
                 if term:
@@ -109,13 +109,13 @@ def _restarting_sidecar(
 async def _head_service(ctx: JobContext, cluster: Obj) -> None:
     """``<rayjob>-head-svc`` → the current cluster's head (created, or re-pointed after a retry)."""
     name = builders.job_head_service_name(ctx.job)
-    ref = f"{ctx.namespace}/{name}"
-    existing = ctx.cache.get(SERVICES, name, ctx.namespace)
+    ref = f"{ctx.ref.namespace}/{name}"
+    existing = ctx.deps.cache.get(SERVICES, name, ctx.ref.namespace)
     cname = cluster["metadata"]["name"]
     if existing is not None:
         if ((existing.get("spec") or {}).get("selector") or {}).get(C.RAY_CLUSTER_LABEL_KEY) == cname:
             return
-        source = ctx.cache.get(SERVICES, head_service_name(cluster), ctx.namespace)
+        source = ctx.deps.cache.get(SERVICES, head_service_name(cluster), ctx.ref.namespace)
         if source is None:
             return
         body = dict(existing)
@@ -123,9 +123,9 @@ async def _head_service(ctx: JobContext, cluster: Obj) -> None:
         body["spec"] = dict(existing.get("spec") or {}) | {"selector": desired["spec"]["selector"]}
         try:
             await write_with_events(
-                ctx.recorder,
+                ctx.deps.recorder,
                 ctx.job,
-                ctx.client.update(SERVICES, body),
+                ctx.deps.client.update(SERVICES, body),
                 failed=("FailedToUpdateService", f"Failed to update the service {ref}, {{error}}"),
                 done=("UpdatedService", f"Updated the service {ref}"),
                 expected=(Conflict,),
@@ -133,13 +133,15 @@ async def _head_service(ctx: JobContext, cluster: Obj) -> None:
         except Conflict:
             ctx.requeue.immediately()
         return
-    source = ctx.cache.get(SERVICES, head_service_name(cluster), ctx.namespace)
+    source = ctx.deps.cache.get(SERVICES, head_service_name(cluster), ctx.ref.namespace)
     if source is None:
         return  # the cluster's head Service appears with the cluster becoming ready
     await create_once(
-        ctx.recorder,
+        ctx.deps.recorder,
         ctx.job,
-        ctx.client.create(SERVICES, builders.job_head_service(ctx.job, cluster, source), ctx.namespace),
+        ctx.deps.client.create(
+            SERVICES, builders.job_head_service(ctx.job, cluster, source), ctx.ref.namespace
+        ),
         failed=("FailedToCreateService", f"Failed to create the service {ref}, {{error}}"),
         done=("CreatedService", f"Created the service {ref}"),
     )
@@ -161,15 +163,15 @@ def transition_grace_period_over(ctx: JobContext) -> bool:
     ended = parse_rfc3339((st.get("rayJobInfo") or {}).get("endTime"))
     if ended is None:
         return False
-    left = ctx.options.transition_grace_period - (ctx.now() - ended).total_seconds()
+    left = ctx.deps.options.transition_grace_period - (ctx.now() - ended).total_seconds()
     if left > 0:
         ctx.requeue.at(left)
         return False
     log.info(
         "JobDeploymentStatus did not follow the terminal JobStatus within the grace period",
-        rayjob=ctx.key,
+        rayjob=ctx.ref.key,
         end_time=st["rayJobInfo"]["endTime"],
-        grace_period_seconds=ctx.options.transition_grace_period,
+        grace_period_seconds=ctx.deps.options.transition_grace_period,
     )
     ctx.move(
         "Failed" if st.get("jobStatus") == "FAILED" else "Complete", GRACE_PERIOD_REASON, GRACE_PERIOD_MESSAGE
@@ -178,7 +180,7 @@ def transition_grace_period_over(ctx: JobContext) -> bool:
 
 
 def _poll_later(ctx: JobContext, status: str) -> None:
-    memo, opts = ctx.memo, ctx.options
+    memo, opts = ctx.memo, ctx.deps.options
     if status != memo.polled_status or memo.poll_interval <= 0:
         memo.poll_interval = opts.poll_min
     else:
@@ -191,11 +193,10 @@ def _status_check_failed(ctx: JobContext, error: str) -> None:
     st = ctx.status
     if not st.get("jobStatusCheckFailureStartTime"):
         st["jobStatusCheckFailureStartTime"] = ctx.now_text()
-    log.info("Ray job status check failed", rayjob=ctx.key, error=error)
+    log.info("Ray job status check failed", rayjob=ctx.ref.key, error=error)
     elapsed = ctx.since("jobStatusCheckFailureStartTime") or 0.0
-    ctx.requeue.at(
-        min(ctx.options.poll_max, max(ctx.options.poll_min, ctx.options.status_check_timeout - elapsed))
-    )
+    opts = ctx.deps.options
+    ctx.requeue.at(min(opts.poll_max, max(opts.poll_min, opts.status_check_timeout - elapsed)))
 
 
 def _copy_info(ctx: JobContext, info: JobInfo, cluster: Obj) -> None:
@@ -247,7 +248,7 @@ async def _submit(ctx: JobContext) -> None:
         return
     ctx.status.pop("jobStatusCheckFailureStartTime", None)
     ctx.memo.polled_status = ""
-    ctx.requeue.at(ctx.options.poll_min)
+    ctx.requeue.at(ctx.deps.options.poll_min)
 
 
 async def running(ctx: JobContext) -> None:
@@ -261,7 +262,7 @@ async def running(ctx: JobContext) -> None:
     if transition_grace_period_over(ctx):
         return
     failing_for = ctx.since("jobStatusCheckFailureStartTime")
-    timeout = ctx.options.status_check_timeout
+    timeout = ctx.deps.options.status_check_timeout
     if failing_for is not None and failing_for >= timeout:
         since = (parse_rfc3339(st["jobStatusCheckFailureStartTime"]) or ctx.now()).strftime(
             "%Y-%m-%d %H:%M:%S"
@@ -282,20 +283,20 @@ async def running(ctx: JobContext) -> None:
         # KubeRay errors forever when the Job vanished mid-run; the script's status guard makes a
         # re-created submitter safe (it re-attaches to the job's logs, never submits twice).
         await write_with_events(
-            ctx.recorder,
+            ctx.deps.recorder,
             ctx.job,
-            ctx.client.create(
+            ctx.deps.client.create(
                 JOBS,
                 builders.submitter_job(
                     ctx.job, cluster, str(st.get("dashboardURL") or ""), str(st.get("jobId") or "")
                 ),
-                ctx.namespace,
+                ctx.ref.namespace,
             ),
             failed=(
                 "FailedToCreateRayJobSubmitter",
-                f"Failed to create new Kubernetes Job {ctx.key}: {{error}}",
+                f"Failed to create new Kubernetes Job {ctx.ref.key}: {{error}}",
             ),
-            done=("CreatedRayJobSubmitter", f"Created Kubernetes Job {ctx.key}"),
+            done=("CreatedRayJobSubmitter", f"Created Kubernetes Job {ctx.ref.key}"),
         )
         return
     if failure is not None:
@@ -336,7 +337,7 @@ async def running(ctx: JobContext) -> None:
             ctx.move("Complete")
         return
     if finished_at is not None:
-        left = ctx.options.submitter_finished_timeout - (ctx.now() - finished_at).total_seconds()
+        left = ctx.deps.options.submitter_finished_timeout - (ctx.now() - finished_at).total_seconds()
         if left <= 0:
             st["jobStatus"] = "FAILED"
             at = finished_at.strftime("%Y-%m-%d %H:%M:%S")
@@ -344,7 +345,7 @@ async def running(ctx: JobContext) -> None:
                 "Failed",
                 "JobDeploymentStatusTransitionGracePeriodExceeded",
                 f"The RayJob submitter finished at {at} but the ray job did not reach terminal state "
-                f"within {int(ctx.options.submitter_finished_timeout)}s",
+                f"within {int(ctx.deps.options.submitter_finished_timeout)}s",
             )
             return
         ctx.requeue.at(left)

@@ -18,46 +18,46 @@ from kuberay_py.objects import Obj
 
 __all__ = ["cleanup", "cleanup_quietly", "submit", "tag_cluster", "tag_submitter"]
 
-log = get_logger("controllers.rayjob.scheduling")
+log = get_logger(__name__)
 
 
 async def submit(ctx: JobContext) -> None:
-    if ctx.options.batch_scheduler is not None:
-        await ctx.options.batch_scheduler.submit_job(ctx.client, ctx.job)
+    if ctx.deps.options.batch_scheduler is not None:
+        await ctx.deps.options.batch_scheduler.submit_job(ctx.deps.client, ctx.job)
 
 
 def tag_cluster(ctx: JobContext, manifest: Obj) -> None:
-    if ctx.options.batch_scheduler is not None and ctx.mode == "K8sJobMode":
-        ctx.options.batch_scheduler.add_metadata(ctx.job, "RayJob", manifest, "")
+    if ctx.deps.options.batch_scheduler is not None and ctx.mode == "K8sJobMode":
+        ctx.deps.options.batch_scheduler.add_metadata(ctx.job, "RayJob", manifest, "")
 
 
 def tag_submitter(ctx: JobContext, template: Obj) -> None:
-    if ctx.options.batch_scheduler is not None:
-        ctx.options.batch_scheduler.add_metadata(ctx.job, "RayJob", template, "submittergroup")
+    if ctx.deps.options.batch_scheduler is not None:
+        ctx.deps.options.batch_scheduler.add_metadata(ctx.job, "RayJob", template, "submittergroup")
 
 
 async def cleanup(ctx: JobContext) -> None:
     """Raises on failure (the suspend path retries); the terminal path logs and goes on."""
-    scheduler = ctx.options.batch_scheduler
+    scheduler = ctx.deps.options.batch_scheduler
     if scheduler is None:
         return
     job = ctx.job | {"status": ctx.status}
     try:
-        done = await scheduler.cleanup_job(ctx.client, job)
+        done = await scheduler.cleanup_job(ctx.deps.client, job)
     except ApiError as exc:
-        ctx.recorder.event(
+        ctx.deps.recorder.event(
             ctx.job,
             C.WARNING,
             "FailedToCleanupBatchScheduler",
-            f"Failed to cleanup batch scheduler resources for RayJob {ctx.key}: {exc}",
+            f"Failed to cleanup batch scheduler resources for RayJob {ctx.ref.key}: {exc}",
         )
         raise
     if done:
-        ctx.recorder.event(
+        ctx.deps.recorder.event(
             ctx.job,
             C.NORMAL,
             "BatchSchedulerCleanedUp",
-            f"Cleaned up batch scheduler resources for RayJob {ctx.key}",
+            f"Cleaned up batch scheduler resources for RayJob {ctx.ref.key}",
         )
 
 
@@ -66,4 +66,4 @@ async def cleanup_quietly(ctx: JobContext) -> None:
     try:
         await cleanup(ctx)
     except ApiError as exc:
-        log.error("failed to cleanup batch scheduler resources", key=ctx.key, error=str(exc))
+        log.error("failed to cleanup batch scheduler resources", key=ctx.ref.key, error=str(exc))

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from controllers import constants as C
 from controllers.common.dashboards import close_with_manager
 from controllers.common.predicates import spec_labels_annotations_or_deletion
+from controllers.common.scope import deps_from
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.reconciler import RayJobReconciler
@@ -45,14 +46,8 @@ def setup(
 ) -> RayJobReconciler:
     """Register the RayJob controller with a :class:`kuberay_py.manager.Manager`."""
     dashboards = dashboard_factory or DashboardClientFactory()
-    reconciler = RayJobReconciler(
-        manager.client,
-        manager.cache,
-        manager.event_recorder(CONTROLLER_NAME),
-        dashboards,
-        clock=clock or manager.clock,
-        options=options or RayJobOptions.from_env(),
-    )
+    options = options or RayJobOptions.from_env()
+    reconciler = RayJobReconciler(deps_from(manager, CONTROLLER_NAME, options, clock=clock), dashboards)
     cache = manager.cache
     # Head Pods are read (dashboard address, sidecar submitter state) from the shared Pod cache:
     # make sure its informer exists, so the manager waits for it to sync before reconciling.

@@ -74,7 +74,7 @@ async def write_status(ctx: JobContext) -> Obj | None:
     body = copy.deepcopy(ctx.job)
     body["status"] = ctx.status
     try:
-        written: Obj = await ctx.client.update_status(C.RAYJOBS, body)
+        written: Obj = await ctx.deps.client.update_status(C.RAYJOBS, body)
     except NotFound:
         return None
     except Conflict:

@@ -46,11 +46,11 @@ __all__ = [
     "record_cluster_statuses",
 ]
 
-log = get_logger("controllers.rayservice.clusters")
+log = get_logger(__name__)
 
 
 def owned_clusters(ctx: ServiceContext) -> list[Obj]:
-    return ctx.cache.list(RAYCLUSTERS, ctx.namespace, labels=owned_cluster_labels(ctx.svc))
+    return ctx.deps.cache.list(RAYCLUSTERS, ctx.ref.namespace, labels=owned_cluster_labels(ctx.svc))
 
 
 async def clean_up_dangling_clusters(ctx: ServiceContext) -> None:
@@ -61,7 +61,7 @@ async def clean_up_dangling_clusters(ctx: ServiceContext) -> None:
     keep = set(cluster_names(ctx.status))
     delay = (ctx.svc.get("spec") or {}).get("rayClusterDeletionDelaySeconds")
     delay_s = DEFAULT_DELETION_DELAY if delay is None else float(delay)
-    now = ctx.clock.utcnow()
+    now = ctx.deps.clock.utcnow()
     for cluster in owned_clusters(ctx):
         cmeta = cluster["metadata"]
         if cmeta["name"] in keep or is_deleting(cluster):
@@ -72,7 +72,7 @@ async def clean_up_dangling_clusters(ctx: ServiceContext) -> None:
             stamp = format_rfc3339(deadline)
             patch = {"metadata": {"annotations": {DELETION_DEADLINE_ANNOTATION_KEY: stamp}}}
             try:
-                await ctx.client.patch(RAYCLUSTERS, cmeta["name"], patch, cmeta["namespace"])
+                await ctx.deps.client.patch(RAYCLUSTERS, cmeta["name"], patch, cmeta["namespace"])
             except NotFound:
                 continue
             log.info("scheduled dangling RayCluster for deletion", cluster=cmeta["name"], deadline=stamp)
@@ -85,9 +85,9 @@ async def clean_up_dangling_clusters(ctx: ServiceContext) -> None:
 async def delete_cluster(ctx: ServiceContext, cluster: Obj) -> None:
     ref = f"{cluster['metadata']['namespace']}/{cluster['metadata']['name']}"
     await delete_once(
-        ctx.recorder,
+        ctx.deps.recorder,
         ctx.svc,
-        ctx.client.delete(
+        ctx.deps.client.delete(
             RAYCLUSTERS,
             cluster["metadata"]["name"],
             cluster["metadata"]["namespace"],
@@ -101,10 +101,10 @@ async def delete_cluster(ctx: ServiceContext, cluster: Obj) -> None:
 async def reconcile_clusters(ctx: ServiceContext) -> tuple[Obj | None, Obj | None]:
     """The active and pending clusters from the cache: a missing pending one is created, and
     either is updated in place when only what KubeRay updates in place changed."""
-    ns = ctx.namespace
+    ns = ctx.ref.namespace
     active_name, pending_name = cluster_name(ctx.status, "active"), cluster_name(ctx.status, "pending")
-    active = ctx.cache.get(RAYCLUSTERS, active_name, ns) if active_name else None
-    pending = ctx.cache.get(RAYCLUSTERS, pending_name, ns) if pending_name else None
+    active = ctx.deps.cache.get(RAYCLUSTERS, active_name, ns) if active_name else None
+    pending = ctx.deps.cache.get(RAYCLUSTERS, pending_name, ns) if pending_name else None
     if pending_name and pending is None:
         return active, await create_cluster(ctx, pending_name)
     goal = cluster_spec_of(ctx.svc)
@@ -126,7 +126,7 @@ def plan_new_cluster(
     """The name of a new pending cluster to prepare (recorded in the status now, created after
     the status write), or None when the current clusters match the spec."""
     spec = ctx.svc.get("spec") or {}
-    zero_downtime = is_zero_downtime_enabled(spec, dict(ctx.options.env))
+    zero_downtime = is_zero_downtime_enabled(spec, dict(ctx.deps.options.env))
     if not should_prepare_new_cluster(
         active,
         pending,
@@ -135,7 +135,7 @@ def plan_new_cluster(
         zero_downtime=zero_downtime,
     ):
         return None
-    name = generate_name(ctx.name)
+    name = generate_name(ctx.ref.name)
     ctx.status["pendingServiceStatus"] = {"rayClusterName": name}
     log.info("preparing a new pending RayCluster", cluster=name)
     return name
@@ -143,11 +143,11 @@ def plan_new_cluster(
 
 async def create_cluster(ctx: ServiceContext, name: str, body: Obj | None = None) -> Obj:
     """Create the RayCluster ``name`` (``body``: a manifest other than the goal, e.g. replicas cleared)."""
-    ns = ctx.namespace
+    ns = ctx.ref.namespace
     created: Obj | None = await create_once(
-        ctx.recorder,
+        ctx.deps.recorder,
         ctx.svc,
-        ctx.client.create(RAYCLUSTERS, body or build_ray_cluster(ctx.svc, name), ns),
+        ctx.deps.client.create(RAYCLUSTERS, body or build_ray_cluster(ctx.svc, name), ns),
         failed=(
             c.EVENT_FAILED_TO_CREATE_RAYCLUSTER,
             f"Failed to create the RayCluster {ns}/{name}: {{error}}",
@@ -155,7 +155,7 @@ async def create_cluster(ctx: ServiceContext, name: str, body: Obj | None = None
         done=(c.EVENT_CREATED_RAYCLUSTER, f"Created the RayCluster {ns}/{name}"),
     )
     if created is None:
-        existing: Obj = await ctx.client.get(RAYCLUSTERS, name, ns)
+        existing: Obj = await ctx.deps.client.get(RAYCLUSTERS, name, ns)
         return existing
     return created
 
@@ -172,9 +172,9 @@ async def _update_cluster(ctx: ServiceContext, cluster: Obj, role: ClusterRole) 
     body["metadata"]["annotations"] = goal["metadata"]["annotations"]
     ref = f"{cluster['metadata']['namespace']}/{cluster['metadata']['name']}"
     updated: Obj = await write_with_events(
-        ctx.recorder,
+        ctx.deps.recorder,
         ctx.svc,
-        ctx.client.update(RAYCLUSTERS, body),
+        ctx.deps.client.update(RAYCLUSTERS, body),
         failed=(
             c.EVENT_FAILED_TO_UPDATE_RAYCLUSTER,
             f"Failed to update the {role} RayCluster {ref}: {{error}}",

@@ -10,18 +10,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controllers import constants as c
-from controllers.common.cache import CacheReader
 from controllers.common.conditions import ConditionStatus, set_condition
-from controllers.common.events import Recorder
+from controllers.common.objects import generation_of
 from controllers.common.requeue import Requeue
+from controllers.common.scope import Deps, Ref
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import HeadProxyHealthChecker
 from controllers.rayservice.gateway_api import GatewayAPI
 from controllers.rayservice.memory import Memory, ServiceMemo
 from controllers.rayservice.options import RayServiceOptions
 from controllers.rayservice.shapes import RayServiceStatus
-from kuberay_py.client import Client
-from kuberay_py.clock import Clock, format_rfc3339
+from kuberay_py.clock import format_rfc3339
 from kuberay_py.objects import Obj
 
 __all__ = ["ServiceContext"]
@@ -29,42 +28,27 @@ __all__ = ["ServiceContext"]
 
 @dataclass
 class ServiceContext:
-    client: Client
-    cache: CacheReader
-    recorder: Recorder
-    clock: Clock
-    options: RayServiceOptions
+    deps: Deps[RayServiceOptions]
     dashboards: DashboardClientFactory
     checker: HeadProxyHealthChecker
     memory: Memory
+    memo: ServiceMemo  # this RayService's part of ``memory``
     svc: Obj  # the RayService as last read or written; never mutated in place
     status: RayServiceStatus  # the working copy every phase edits; written once at the end
     requeue: Requeue = field(default_factory=Requeue)
     gateway_api: GatewayAPI | None = None  # discovery of the Gateway API (incremental upgrade only)
 
     @property
-    def memo(self) -> ServiceMemo:
-        return self.memory.memo(self.key)
-
-    @property
-    def key(self) -> str:
-        return f"{self.namespace}/{self.name}"
-
-    @property
-    def namespace(self) -> str:
-        return str(self.svc["metadata"]["namespace"])
-
-    @property
-    def name(self) -> str:
-        return str(self.svc["metadata"]["name"])
+    def ref(self) -> Ref:
+        return Ref.of(self.svc)
 
     @property
     def generation(self) -> int:
-        return int(self.svc["metadata"].get("generation") or 0)
+        return generation_of(self.svc)
 
     def now(self) -> str:
         """The clock's now as RFC 3339, for condition transition times."""
-        return format_rfc3339(self.clock.utcnow())
+        return format_rfc3339(self.deps.clock.utcnow())
 
     def set_condition(self, type_: str, value: ConditionStatus, reason: str, message: str) -> None:
         """Set a condition of the working status, observed at this RayService's generation."""
@@ -83,4 +67,4 @@ class ServiceContext:
         if self.memo.warned.get(reason) == message:
             return
         self.memo.warned[reason] = message
-        self.recorder.event(self.svc, c.WARNING, reason, message)
+        self.deps.recorder.event(self.svc, c.WARNING, reason, message)

@@ -23,7 +23,7 @@ __all__ = ["GATEWAY_API_GROUP_VERSION", "GatewayAPI"]
 GATEWAY_API_GROUP_VERSION = "gateway.networking.k8s.io/v1"
 SYNC_TIMEOUT = 30.0
 
-log = get_logger("controllers.rayservice.gateway_api")
+log = get_logger(__name__)
 
 
 class GatewayAPI:

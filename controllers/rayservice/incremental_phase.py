@@ -65,7 +65,7 @@ __all__ = [
     "reconcile_incremental",
 ]
 
-log = get_logger("controllers.rayservice.incremental")
+log = get_logger(__name__)
 
 COND_GATEWAY_API_AVAILABLE = "GatewayAPIAvailable"  # kuberay-py only
 REASON_GATEWAY_API_NOT_INSTALLED = "GatewayAPINotInstalled"
@@ -83,7 +83,7 @@ GATEWAY_API_MISSING = (
 def is_incremental(ctx: ServiceContext) -> bool:
     """KubeRay's IsIncrementalUpgradeEnabled: the gate is on and the type is exactly incremental."""
     strategy = (ctx.svc.get("spec") or {}).get("upgradeStrategy") or {}
-    return ctx.options.incremental_upgrade and strategy.get("type") == UPGRADE_INCREMENTAL
+    return ctx.deps.options.incremental_upgrade and strategy.get("type") == UPGRADE_INCREMENTAL
 
 
 def _conditions(ctx: ServiceContext) -> list[dict[str, Any]]:
@@ -124,15 +124,15 @@ def _rollback_state(ctx: ServiceContext, goal: dict[str, Any], active: Obj, pend
 
 async def _ensure(ctx: ServiceContext, res: Resource, desired: Obj, differs: Any) -> Obj | None:
     """Create ``desired`` if missing, replace its spec if it drifted (KubeRay's rule), with its events."""
-    kind, ns, name = res.kind, ctx.namespace, desired["metadata"]["name"]
-    existing = ctx.cache.get(res, name, ns)
+    kind, ns, name = res.kind, ctx.ref.namespace, desired["metadata"]["name"]
+    existing = ctx.deps.cache.get(res, name, ns)
     if existing is None:
         created: Obj | None = await create_once(  # None: the watch brings it into the cache and wakes us
-            ctx.recorder,
+            ctx.deps.recorder,
             ctx.svc,
-            ctx.client.create(res, desired, ns),
+            ctx.deps.client.create(res, desired, ns),
             failed=(f"FailedToCreate{kind}", f"Failed to create {kind} {ns}/{name}: {{error}}"),
-            done=(f"Created{kind}", f"Created {kind} for RayService {ns}/{ctx.name}"),
+            done=(f"Created{kind}", f"Created {kind} for RayService {ns}/{ctx.ref.name}"),
         )
         return created
     if not differs(existing, desired):
@@ -141,9 +141,9 @@ async def _ensure(ctx: ServiceContext, res: Resource, desired: Obj, differs: Any
     body["spec"] = desired["spec"]
     try:
         updated: Obj = await write_with_events(
-            ctx.recorder,
+            ctx.deps.recorder,
             ctx.svc,
-            ctx.client.update(res, body),
+            ctx.deps.client.update(res, body),
             failed=(f"FailedToUpdate{kind}", f"Failed to update the {kind} {ns}/{name}: {{error}}"),
             done=(f"Updated{kind}", f"Updated the {kind} {ns}/{name}"),
             expected=(Conflict,),
@@ -197,7 +197,7 @@ async def reconcile_incremental(ctx: ServiceContext, active: Obj | None, pending
             COND_GATEWAY_API_AVAILABLE, "False", REASON_GATEWAY_API_NOT_INSTALLED, GATEWAY_API_MISSING
         )
         _count_endpoints(ctx, [x for x in (active, pending) if x is not None])
-        calculate_conditions(ctx.status, generation=ctx.generation, now=ctx.clock.utcnow())
+        calculate_conditions(ctx.status, generation=ctx.generation, now=ctx.deps.clock.utcnow())
         return None
     _drop(ctx, COND_GATEWAY_API_AVAILABLE)
     goal = cluster_spec_of(ctx.svc)
@@ -208,8 +208,8 @@ async def reconcile_incremental(ctx: ServiceContext, active: Obj | None, pending
     elif upgrading and active is not None and pending is not None:
         rollback = _rollback_state(ctx, goal, active, pending)
 
-    gateway = ctx.cache.get(GATEWAYS, gateway_name(ctx.svc), ctx.namespace)
-    route = ctx.cache.get(HTTPROUTES, httproute_name(ctx.svc), ctx.namespace)
+    gateway = ctx.deps.cache.get(GATEWAYS, gateway_name(ctx.svc), ctx.ref.namespace)
+    route = ctx.deps.cache.get(HTTPROUTES, httproute_name(ctx.svc), ctx.ref.namespace)
     ready_objects = gateway is not None and gateway_ready(gateway) and httproute_ready(route, gateway)
     state = UpgradeState(
         upgrading=upgrading,
@@ -231,7 +231,7 @@ async def reconcile_incremental(ctx: ServiceContext, active: Obj | None, pending
     gateway = await _ensure(
         ctx, GATEWAYS, build_gateway(ctx.svc, options.gateway_class_name or ""), gateway_differs
     )
-    now = ctx.clock.utcnow()
+    now = ctx.deps.clock.utcnow()
     weights: tuple[int, int] | None = None
     if active is not None and gateway is not None:
         aw, pw = traffic_step(
@@ -276,7 +276,7 @@ async def reconcile_incremental(ctx: ServiceContext, active: Obj | None, pending
         active, pending, a, b = pending, None, b, None
     completed_rollback = False
     if rollback and pending is not None and active is not None:
-        pending_head = head_pod(ctx.cache, ctx.namespace, pending["metadata"]["name"])
+        pending_head = head_pod(ctx.deps.cache, ctx.ref.namespace, pending["metadata"]["name"])
         if rollback_complete(progress, pending_healthy=is_running_and_ready(pending_head)):
             status["pendingServiceStatus"] = {}
             _drop(ctx, c.COND_ROLLBACK_IN_PROGRESS)
@@ -286,7 +286,7 @@ async def reconcile_incremental(ctx: ServiceContext, active: Obj | None, pending
     if not rollback and should_prepare_new_cluster(
         active, pending, goal, pending_is_serving=promoted, zero_downtime=True
     ):
-        new_cluster = generate_name(ctx.name)
+        new_cluster = generate_name(ctx.ref.name)
         first = not (status.get("activeServiceStatus") or {}).get("rayClusterName")
         status["pendingServiceStatus"] = {
             "rayClusterName": new_cluster,
@@ -306,7 +306,7 @@ async def reconcile_incremental(ctx: ServiceContext, active: Obj | None, pending
 
     # Wake-ups no watch delivers: Serve deploying or just changed, the step timer, promotion follow-up.
     if promoted or completed_rollback or new_cluster or (a and a.in_progress) or (b and b.in_progress):
-        ctx.requeue.at(ctx.options.serve_poll_interval)
+        ctx.requeue.at(ctx.deps.options.serve_poll_interval)
     step_at = next_traffic_step_at(
         Progress.of(status), interval=options.interval_seconds or 1, rollback=rollback
     )
@@ -339,19 +339,19 @@ async def delete_gateway_objects(ctx: ServiceContext) -> int:
 
 async def _delete_owned(ctx: ServiceContext, res: Resource, name: str) -> int:
     """Delete ``name`` when the RayService owns it; 1 while it still exists, else 0."""
-    obj = ctx.cache.get(res, name, ctx.namespace)
+    obj = ctx.deps.cache.get(res, name, ctx.ref.namespace)
     if obj is None or not owned_by(obj, ctx.svc["metadata"].get("uid")):
         return 0
     if is_deleting(obj):
         return 1
     deleted = await delete_once(
-        ctx.recorder,
+        ctx.deps.recorder,
         ctx.svc,
-        ctx.client.delete(res, name, ctx.namespace),
+        ctx.deps.client.delete(res, name, ctx.ref.namespace),
         failed=(
             f"FailedToDelete{res.kind}",
-            f"Failed to delete {res.kind} {ctx.namespace}/{name}: {{error}}",
+            f"Failed to delete {res.kind} {ctx.ref.namespace}/{name}: {{error}}",
         ),
-        done=(f"Deleted{res.kind}", f"Deleted {res.kind} {ctx.namespace}/{name}"),
+        done=(f"Deleted{res.kind}", f"Deleted {res.kind} {ctx.ref.namespace}/{name}"),
     )
     return 1 if deleted else 0

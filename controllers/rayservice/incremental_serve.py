@@ -43,7 +43,7 @@ EVENT_UPDATED_SERVE_TARGET_CAPACITY = "UpdatedServeTargetCapacity"
 EVENT_FAILED_TO_UPDATE_TARGET_CAPACITY = "FailedToUpdateTargetCapacity"
 _STATUS_KEY = {"active": "activeServiceStatus", "pending": "pendingServiceStatus"}
 
-log = get_logger("controllers.rayservice.incremental")
+log = get_logger(__name__)
 
 
 @dataclass
@@ -69,7 +69,7 @@ async def serve_cluster(
     """Read Serve's status on ``cluster``; submit its config and take a capacity step when due."""
     status = cast(dict[str, Any], ctx.status)
     name = cluster["metadata"]["name"]
-    pod = head_pod(ctx.cache, ctx.namespace, name)
+    pod = head_pod(ctx.deps.cache, ctx.ref.namespace, name)
     if pod is None or not is_running_and_ready(pod):
         return ServeOutcome()  # the head Pod's status change wakes us up
     try:
@@ -87,7 +87,7 @@ async def serve_cluster(
     config_text = (ctx.svc.get("spec") or {}).get("serveConfigV2") or ""
     submitted = False
     if not skip and config_text:
-        submit, why = needs_submit(ctx.memory.serve_configs.get(ctx.key, name), config_text, details)
+        submit, why = needs_submit(ctx.memory.serve_configs.get(ctx.ref.key, name), config_text, details)
         if submit:
             submitted = await _put(ctx, dashboard, cluster, config_text, None, sub.get("targetCapacity"), why)
     stepped = False
@@ -121,7 +121,7 @@ async def _capacity_step(
     if goal is None or goal == current:
         return False
     name = cluster["metadata"]["name"]
-    cached = ctx.memory.serve_configs.get(ctx.key, name)
+    cached = ctx.memory.serve_configs.get(ctx.ref.key, name)
     body = _running_config(details) if not cached and side == "active" and not state.rollback else None
     text = cached or (ctx.svc.get("spec") or {}).get("serveConfigV2") or ""
     if details.target_capacity == goal:  # already applied (e.g. before a restart lost the status write)
@@ -130,12 +130,12 @@ async def _capacity_step(
         ok = await _put(ctx, dashboard, cluster, text, body, goal, f"target_capacity {current} -> {goal}")
     if ok:
         (active if side == "active" else pending)["targetCapacity"] = goal
-        ctx.recorder.event(
+        ctx.deps.recorder.event(
             ctx.svc,
             c.NORMAL,
             EVENT_UPDATED_SERVE_TARGET_CAPACITY,
             f"Updated target_capacity of serve applications to {goal} on the RayCluster "
-            f"{ctx.namespace}/{name}",
+            f"{ctx.ref.namespace}/{name}",
         )
     return ok
 
@@ -180,13 +180,13 @@ async def _put(
     log.info("submitted serve config", cluster=ref, reason=why, target_capacity=target_capacity)
     configs = ctx.memory.serve_configs
     if body is None and not capacity_step_put:
-        configs.put(ctx.key, name, text)
-        ctx.recorder.event(
+        configs.put(ctx.ref.key, name, text)
+        ctx.deps.recorder.event(
             ctx.svc,
             c.NORMAL,
             c.EVENT_UPDATED_SERVE_APPLICATIONS,
             f"Updated serve applications to the RayCluster {ref}",
         )
-    elif body is None and not configs.get(ctx.key, name):
-        configs.put(ctx.key, name, text)
+    elif body is None and not configs.get(ctx.ref.key, name):
+        configs.put(ctx.ref.key, name, text)
     return True

@@ -1,4 +1,4 @@
-"""Phases around the serving flow: load, finalizer and deletion, validation, initializing timeout,
+"""Phases around the serving flow: finalizer and deletion, validation, initializing timeout,
 and the one status write.
 
 A RayService carries the ``ray.io/rayservice-finalizer`` so its clusters are deleted before it
@@ -14,15 +14,13 @@ from typing import Any
 
 from controllers import constants as c
 from controllers.api.validation import parse_initializing_timeout, validate_rayservice
-from controllers.common.cache import CacheReader
 from controllers.common.finalizers import finalizer_update
 from controllers.common.invalid import invalid_reason
-from controllers.common.last_write import latest, remember_write
+from controllers.common.last_write import remember_write
 from controllers.common.objects import annotations_of
 from controllers.constants import RAYSERVICES
 from controllers.rayservice.clusters import delete_cluster, owned_clusters
 from controllers.rayservice.context import ServiceContext
-from controllers.rayservice.memory import ServiceMemo
 from controllers.rayservice.status import (
     initializing_deadline_passed,
     kuberay_status_shape,
@@ -36,26 +34,10 @@ __all__ = [
     "check_initializing_timeout",
     "ensure_finalizer",
     "finalize",
-    "is_managed_here",
-    "load_rayservice",
     "report_invalid",
     "validate",
     "write_status",
 ]
-
-
-def load_rayservice(cache: CacheReader, memo: ServiceMemo, namespace: str, name: str) -> Obj | None:
-    """The cached RayService, or our own last status write while the cache predates it.
-
-    Acting on a stale active/pending pair could create a second pending cluster or delete the
-    one just promoted; the kit's last-write memo (``controllers.common.last_write``) prevents it.
-    """
-    svc = cache.get(RAYSERVICES, name, namespace)
-    return None if svc is None else latest(memo, svc)
-
-
-def is_managed_here(svc: Obj) -> bool:
-    return (svc.get("spec") or {}).get("managedBy") in (None, "", c.MANAGED_BY_KUBERAY)
 
 
 async def finalize(ctx: ServiceContext) -> None:
@@ -69,10 +51,10 @@ async def finalize(ctx: ServiceContext) -> None:
     if c.RAYSERVICE_FINALIZER in (ctx.svc["metadata"].get("finalizers") or []):
         try:
             body = finalizer_update("RayService", ctx.svc, remove=c.RAYSERVICE_FINALIZER)
-            await ctx.client.update(RAYSERVICES, body)
+            await ctx.deps.client.update(RAYSERVICES, body)
         except NotFound:
             pass
-    ctx.memory.forget(ctx.key)
+    ctx.memory.forget(ctx.ref.key)
 
 
 async def ensure_finalizer(ctx: ServiceContext) -> None:
@@ -84,7 +66,7 @@ async def ensure_finalizer(ctx: ServiceContext) -> None:
     if c.RAYSERVICE_FINALIZER in (ctx.svc["metadata"].get("finalizers") or []):
         return
     body = finalizer_update("RayService", ctx.svc, add=c.RAYSERVICE_FINALIZER)
-    updated: Obj = await ctx.client.update(RAYSERVICES, body)
+    updated: Obj = await ctx.deps.client.update(RAYSERVICES, body)
     remember_write(ctx.memo, ctx.svc, updated)  # until the watch shows the finalizer
     ctx.svc = updated
     ctx.status["observedGeneration"] = int(ctx.svc["metadata"].get("generation") or 0)
@@ -99,7 +81,9 @@ def validate(ctx: ServiceContext) -> list[Any]:
         return memo.validated[1]
     errors = list(
         validate_rayservice(
-            ctx.svc, incremental_upgrade=ctx.options.incremental_upgrade, gates=ctx.options.cluster_gates
+            ctx.svc,
+            incremental_upgrade=ctx.deps.options.incremental_upgrade,
+            gates=ctx.deps.options.cluster_gates,
         )
     )
     memo.validated = (token, errors)
@@ -110,7 +94,7 @@ def report_invalid(ctx: ServiceContext, errors: list[Any]) -> None:
     """Warning event + ``Ready=False/ValidationFailed`` in the working status."""
     message = "; ".join(str(e) for e in errors)
     reason = invalid_reason(c.CRD_RAYSERVICE, errors, ("metadata", "spec"))
-    ctx.warn(reason, f"{ctx.key}: {message}")
+    ctx.warn(reason, f"{ctx.ref.key}: {message}")
     ctx.set_condition(c.COND_RAYSERVICE_READY, "False", c.REASON_VALIDATION_FAILED, message)
     ctx.status["serviceStatus"] = ""
 
@@ -128,7 +112,7 @@ def check_initializing_timeout(ctx: ServiceContext) -> bool:
         timeout = parse_initializing_timeout(value)
     except ValueError:
         return False  # validation reports it
-    left = initializing_deadline_passed(ctx.status, timeout, ctx.clock.utcnow())
+    left = initializing_deadline_passed(ctx.status, timeout, ctx.deps.clock.utcnow())
     if left is None:
         return False
     if left > 0:
@@ -139,7 +123,7 @@ def check_initializing_timeout(ctx: ServiceContext) -> bool:
     ctx.status["pendingServiceStatus"] = {}
     ctx.set_condition(c.COND_RAYSERVICE_READY, "False", c.REASON_INITIALIZING_TIMEOUT, message)
     ctx.warn(c.EVENT_RAYSERVICE_INITIALIZING_TIMEOUT, message)
-    ctx.requeue.at(ctx.options.serve_poll_interval)  # the clean-up of its clusters starts next
+    ctx.requeue.at(ctx.deps.options.serve_poll_interval)  # the clean-up of its clusters starts next
     return True
 
 
@@ -150,9 +134,9 @@ async def write_status(ctx: ServiceContext) -> None:
     """
     if not status_differs(ctx.svc.get("status"), ctx.status):
         return
-    ctx.status["lastUpdateTime"] = rfc3339(ctx.clock.utcnow())
+    ctx.status["lastUpdateTime"] = rfc3339(ctx.deps.clock.utcnow())
     body = copy.deepcopy(ctx.svc)
     body["status"] = kuberay_status_shape(ctx.status)
-    updated: Obj = await ctx.client.update_status(RAYSERVICES, body)
+    updated: Obj = await ctx.deps.client.update_status(RAYSERVICES, body)
     remember_write(ctx.memo, ctx.svc, updated)
     ctx.svc = updated

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from controllers.common.memos import Memos
 from controllers.ray import metrics as ray_metrics
 from controllers.rayservice.serve import ServeConfigCache
 from kuberay_py.objects import Obj
@@ -21,8 +22,9 @@ MAX_TOKENS = 10000
 
 @dataclass
 class ServiceMemo:
-    """One RayService's memory."""
+    """One RayService's memory; a new UID under the same name starts a fresh one."""
 
+    uid: str
     # (resourceVersion replaced, RayService written) of our last status write: read it instead
     # of the cache until the cache moves on (controllers.common.last_write).
     written: tuple[frozenset[str], Obj] | None = None
@@ -36,13 +38,7 @@ class Memory:
     def __init__(self) -> None:
         self.serve_configs = ServeConfigCache()  # bounded LRU of submitted configs
         self._tokens: dict[str, str] = {}  # head Pod uid -> Ray auth token
-        self._memos: dict[str, ServiceMemo] = {}
-
-    def memo(self, key: str) -> ServiceMemo:
-        memo = self._memos.get(key)
-        if memo is None:
-            memo = self._memos[key] = ServiceMemo()
-        return memo
+        self.memos: Memos[ServiceMemo] = Memos(ServiceMemo)
 
     def token(self, pod_uid: str) -> str | None:
         return self._tokens.get(pod_uid)
@@ -54,7 +50,7 @@ class Memory:
 
     def forget(self, key: str) -> None:
         """The RayService ``key`` is gone: drop its memo, submitted configs and endpoint gauges."""
-        self._memos.pop(key, None)
+        self.memos.forget(key)
         self.serve_configs.drop(key)
         namespace, name = key.split("/", 1)
         for source in ("head", "worker"):
@@ -64,7 +60,4 @@ class Memory:
                 pass
 
     def __contains__(self, key: object) -> bool:
-        return key in self._memos or (isinstance(key, str) and key in self.serve_configs)
-
-    def __len__(self) -> int:
-        return len(self._memos)
+        return key in self.memos or (isinstance(key, str) and key in self.serve_configs)

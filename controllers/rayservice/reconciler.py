@@ -26,8 +26,10 @@ import copy
 import zlib
 from typing import cast
 
-from controllers.common.cache import CacheReader
-from controllers.common.events import Recorder
+from controllers import constants as c
+from controllers.common.last_write import load
+from controllers.common.objects import managed_here
+from controllers.common.scope import Deps
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import HeadProxyHealthChecker
 from controllers.rayservice.clusters import (
@@ -48,21 +50,18 @@ from controllers.rayservice.lifecycle import (
     check_initializing_timeout,
     ensure_finalizer,
     finalize,
-    is_managed_here,
-    load_rayservice,
     report_invalid,
     validate,
     write_status,
 )
-from controllers.rayservice.memory import Memory
+from controllers.rayservice.memory import Memory, ServiceMemo
 from controllers.rayservice.options import COND_SERVE_CONFIG_VALID, SERVICE_NAME_LABEL, RayServiceOptions
 from controllers.rayservice.serving import serve_applications, sync_head_label
 from controllers.rayservice.shapes import RayServiceStatus, cluster_names
 from controllers.rayservice.status import calculate_conditions, is_initializing_timeout
 from controllers.rayservice.suspend import driving, resume, suspend
 from controllers.rayservice.traffic import count_endpoints, promotion_target, route_traffic
-from kuberay_py.client import Client, Conflict
-from kuberay_py.clock import Clock, RealClock
+from kuberay_py.client import Conflict
 from kuberay_py.controller import Request, Result
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
@@ -75,50 +74,44 @@ __all__ = [
     "refresh_delay",
 ]
 
-log = get_logger("controllers.rayservice.reconciler")
+log = get_logger(__name__)
 
 
 class RayServiceReconciler:
     def __init__(
         self,
-        client: Client,
-        cache: CacheReader,
-        recorder: Recorder,
+        deps: Deps[RayServiceOptions],
         dashboard_factory: DashboardClientFactory,
         checker: HeadProxyHealthChecker,
         *,
-        clock: Clock | None = None,
-        options: RayServiceOptions | None = None,
         gateway_api: GatewayAPI | None = None,
     ) -> None:
-        self.client = client
-        self.cache = cache
-        self.recorder = recorder
+        self.deps = deps
         self.dashboards = dashboard_factory
         self.checker = checker
-        self.clock: Clock = clock or RealClock()
-        self.options = options or RayServiceOptions()
         self.memory = Memory()
-        self.gateway_api = gateway_api or GatewayAPI(client, lambda: None)
+        self.gateway_api = gateway_api or GatewayAPI(deps.client, lambda: None)
 
-    def context(self, svc: Obj) -> ServiceContext:
+    def context(self, svc: Obj, memo: ServiceMemo) -> ServiceContext:
         """A context for one reconcile of ``svc``, its status copied as the working status."""
         status = cast(RayServiceStatus, copy.deepcopy(svc.get("status") or {}))
         status["observedGeneration"] = int(svc["metadata"].get("generation") or 0)
         return ServiceContext(
-            self.client, self.cache, self.recorder, self.clock, self.options,
-            self.dashboards, self.checker, self.memory, svc, status, gateway_api=self.gateway_api,
+            self.deps, self.dashboards, self.checker, self.memory, memo, svc, status,
+            gateway_api=self.gateway_api,
         )  # fmt: skip
 
     async def reconcile(self, request: Request) -> Result:
-        key = f"{request.namespace}/{request.name}"
-        svc = load_rayservice(self.cache, self.memory.memo(key), request.namespace, request.name)
-        if svc is None:
-            self.memory.forget(key)
+        # Acting on a stale active/pending pair could create a second pending cluster or delete
+        # the one just promoted: ``load`` hands out our own last status write while the cache
+        # predates it.
+        loaded = load(self.deps.cache, c.RAYSERVICES, request, self.memory)
+        if loaded is None:
             return Result()
-        if not is_managed_here(svc):
+        svc, memo = loaded
+        if not managed_here(svc):
             return Result()
-        ctx = self.context(svc)
+        ctx = self.context(svc, memo)
         if svc["metadata"].get("deletionTimestamp"):
             await finalize(ctx)
             return Result()
@@ -158,15 +151,15 @@ class RayServiceReconciler:
             if stored is not None:
                 ctx.status["observedGeneration"] = int(stored)
             return None
-        self.memory.serve_configs.retain(ctx.key, set(cluster_names(ctx.status)))
+        self.memory.serve_configs.retain(ctx.ref.key, set(cluster_names(ctx.status)))
 
         active, pending = await reconcile_clusters(ctx)
         for cluster in (active, pending):
             await sync_head_label(ctx, cluster)
         if is_incremental(ctx):
             new_cluster = await reconcile_incremental(ctx, active, pending)
-            if self.options.status_refresh_interval:
-                ctx.requeue.at(refresh_delay(ctx.key, self.options.status_refresh_interval))
+            if self.deps.options.status_refresh_interval:
+                ctx.requeue.at(refresh_delay(ctx.ref.key, self.deps.options.status_refresh_interval))
             return new_cluster
         active_serve, pending_serve = await serve_applications(ctx, active, pending)
         target = promotion_target(ctx, active, pending, active_serve, pending_serve)
@@ -176,14 +169,15 @@ class RayServiceReconciler:
         new_cluster = plan_new_cluster(ctx, active, pending, pending_is_serving=promoted)
         record_cluster_statuses(ctx, active, pending if new_cluster is None else None)
         count_endpoints(ctx)
-        calculate_conditions(ctx.status, generation=ctx.generation, now=ctx.clock.utcnow())
+        calculate_conditions(ctx.status, generation=ctx.generation, now=ctx.deps.clock.utcnow())
         if check_initializing_timeout(ctx):
             new_cluster = None
 
         if promoted or active_serve.in_progress or pending_serve.in_progress:
-            ctx.requeue.at(self.options.serve_poll_interval)  # after a promotion: the old cluster's deletion
-        elif self.options.status_refresh_interval:
-            ctx.requeue.at(refresh_delay(ctx.key, self.options.status_refresh_interval))
+            # after a promotion: the old cluster's deletion
+            ctx.requeue.at(self.deps.options.serve_poll_interval)
+        elif self.deps.options.status_refresh_interval:
+            ctx.requeue.at(refresh_delay(ctx.ref.key, self.deps.options.status_refresh_interval))
         return new_cluster
 
 

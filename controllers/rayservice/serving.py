@@ -31,7 +31,7 @@ from kuberay_py.objects import Obj
 
 __all__ = ["ServeResult", "auth_token", "reconcile_serve", "serve_applications", "submit", "sync_head_label"]
 
-log = get_logger("controllers.rayservice.serving")
+log = get_logger(__name__)
 
 
 @dataclass
@@ -47,15 +47,15 @@ async def sync_head_label(ctx: ServiceContext, cluster: Obj | None) -> None:
     """``ray.io/serve`` on the head from the checker's latest result; ``false`` when excluded."""
     if cluster is None:
         return
-    ns = ctx.namespace
-    pod = head_pod(ctx.cache, ns, cluster["metadata"]["name"])
+    ns = ctx.ref.namespace
+    pod = head_pod(ctx.deps.cache, ns, cluster["metadata"]["name"])
     if pod is None:
         return  # a normal state (KubeRay #4686): the Pod watch brings us back
     current = labels_of(pod).get(c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY)
     if (ctx.svc.get("spec") or {}).get("excludeHeadPodFromServeSvc"):
         desired = c.SERVE_LABEL_FALSE
     else:
-        target = head_target(pod, ctx.key)
+        target = head_target(pod, ctx.ref.key)
         result = ctx.checker.latest(pod["metadata"]["uid"])
         if target is not None and (result is None or not ctx.checker.is_fresh(target.pod_uid)):
             ctx.checker.request(target)  # its result change enqueues us; never wait here
@@ -71,9 +71,9 @@ async def sync_head_label(ctx: ServiceContext, cluster: Obj | None) -> None:
     patch = {"metadata": {"labels": {c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: desired}}}
     try:
         await write_with_events(
-            ctx.recorder,
+            ctx.deps.recorder,
             ctx.svc,
-            ctx.client.patch(PODS, pod["metadata"]["name"], patch, ns),
+            ctx.deps.client.patch(PODS, pod["metadata"]["name"], patch, ns),
             failed=(
                 c.EVENT_FAILED_TO_UPDATE_HEAD_POD_SERVE_LABEL,
                 f"Failed to update the serve label to {desired!r} for the Head Pod {pod_ref}: {{error}}",
@@ -102,7 +102,7 @@ async def serve_applications(
         None,
         cluster_spec_of(ctx.svc),
         pending_is_serving=False,
-        zero_downtime=is_zero_downtime_enabled(spec, dict(ctx.options.env)),
+        zero_downtime=is_zero_downtime_enabled(spec, dict(ctx.deps.options.env)),
     ):
         active_serve = await reconcile_serve(ctx, active)
     _put_apps(ctx, "pending", pending_serve.apps)
@@ -120,7 +120,7 @@ def _put_apps(ctx: ServiceContext, role: ClusterRole, apps: dict[str, AppStatus]
 async def reconcile_serve(ctx: ServiceContext, cluster: Obj) -> ServeResult:
     """Read the cluster's Serve applications, submitting serveConfigV2 when it needs to go."""
     cluster_name = cluster["metadata"]["name"]
-    pod = head_pod(ctx.cache, ctx.namespace, cluster_name)
+    pod = head_pod(ctx.deps.cache, ctx.ref.namespace, cluster_name)
     if pod is None or not is_running_and_ready(pod):
         return ServeResult()  # the head Pod's status change wakes us up
     try:
@@ -141,7 +141,9 @@ async def reconcile_serve(ctx: ServiceContext, cluster: Obj) -> ServeResult:
         log.warning("failed to get Serve application statuses", cluster=cluster_name, error=str(exc))
         return ServeResult(in_progress=True)
     config_text = (ctx.svc.get("spec") or {}).get("serveConfigV2") or ""
-    submit_now, why = needs_submit(ctx.memory.serve_configs.get(ctx.key, cluster_name), config_text, details)
+    submit_now, why = needs_submit(
+        ctx.memory.serve_configs.get(ctx.ref.key, cluster_name), config_text, details
+    )
     submitted = False
     rejected = ctx.memo.rejected.get(cluster_name) == config_text
     if submit_now and config_text and not rejected:
@@ -176,7 +178,7 @@ async def submit(
             )
         return False
     log.info("submitted serve config", cluster=ref, reason=why)
-    ctx.memory.serve_configs.put(ctx.key, name, config_text)
+    ctx.memory.serve_configs.put(ctx.ref.key, name, config_text)
     ctx.memo.rejected.pop(name, None)
     ctx.memo.warned.pop(c.EVENT_FAILED_TO_UPDATE_SERVE_APPLICATIONS, None)
     ctx.set_condition(
@@ -185,7 +187,7 @@ async def submit(
         "ServeConfigAccepted",
         f"Ray accepted serveConfigV2 on the RayCluster {ref}",
     )
-    ctx.recorder.event(
+    ctx.deps.recorder.event(
         ctx.svc,
         c.NORMAL,
         c.EVENT_UPDATED_SERVE_APPLICATIONS,
@@ -203,7 +205,7 @@ async def auth_token(ctx: ServiceContext, pod: Obj) -> str | None:
     cached = ctx.memory.token(uid)
     if cached is not None:
         return cached
-    secret = await ctx.client.get(SECRETS, source.name, pod["metadata"]["namespace"])
+    secret = await ctx.deps.client.get(SECRETS, source.name, pod["metadata"]["namespace"])
     token = token_from_secret(secret, source.key)
     ctx.memory.remember_token(uid, token)
     return token

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from controllers import constants as c
 from controllers.common.dashboards import close_with_manager
 from controllers.common.predicates import spec_labels_annotations_or_deletion
+from controllers.common.scope import deps_from
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import (
@@ -103,13 +104,9 @@ def setup(
         return asyncio.ensure_future(synced())
 
     reconciler = RayServiceReconciler(
-        manager.client,
-        cache,
-        manager.event_recorder(EVENT_SOURCE),
+        deps_from(manager, EVENT_SOURCE, options or RayServiceOptions()),
         dashboards,
         checker,
-        clock=manager.clock,
-        options=options,
         gateway_api=GatewayAPI(manager.client, start_gateway_watches),
     )
 

@@ -50,14 +50,14 @@ async def suspend(ctx: ServiceContext) -> bool:
     status["pendingServiceStatus"] = {}
     status["numServeEndpoints"] = 0
     status["serviceStatus"] = ""
-    ctx.memory.serve_configs.drop(ctx.key)
+    ctx.memory.serve_configs.drop(ctx.ref.key)
     remaining = 0
     for cluster in owned_clusters(ctx):
         remaining += 1
         if not is_deleting(cluster):
             await delete_cluster(ctx, cluster)
-    ns = ctx.namespace
-    for service in ctx.cache.list(SERVICES, ns, labels=owned_cluster_labels(ctx.svc)):
+    ns = ctx.ref.namespace
+    for service in ctx.deps.cache.list(SERVICES, ns, labels=owned_cluster_labels(ctx.svc)):
         if not owned_by(service, ctx.svc["metadata"].get("uid")):
             continue
         remaining += 1
@@ -65,9 +65,9 @@ async def suspend(ctx: ServiceContext) -> bool:
             continue
         name = service["metadata"]["name"]
         await delete_once(
-            ctx.recorder,
+            ctx.deps.recorder,
             ctx.svc,
-            ctx.client.delete(SERVICES, name, ns),
+            ctx.deps.client.delete(SERVICES, name, ns),
             failed=None,  # the error is the reconcile's; KubeRay sends no event for it
             done=("DeletedService", f"Deleted the service {ns}/{name}"),
         )

@@ -32,7 +32,7 @@ from kuberay_py.objects import Obj
 
 __all__ = ["apply_service", "count_endpoints", "promotion_target", "ready_serve_pods", "route_traffic"]
 
-log = get_logger("controllers.rayservice.traffic")
+log = get_logger(__name__)
 
 # Kept from the existing Service when it is re-pointed (the API server owns them).
 _SERVICE_FIELDS_KEPT = ("clusterIP", "clusterIPs", "ipFamilies", "ipFamilyPolicy", "healthCheckNodePort")
@@ -76,7 +76,7 @@ async def apply_service(ctx: ServiceContext, desired: Obj) -> Obj:
 
 def ready_serve_pods(ctx: ServiceContext, cluster: Obj) -> int:
     """Pods of a cluster the serve Service would select and route to: serve=true and Ready."""
-    pods = ctx.cache.list(
+    pods = ctx.deps.cache.list(
         PODS,
         cluster["metadata"]["namespace"],
         labels={
@@ -93,16 +93,18 @@ def count_endpoints(ctx: ServiceContext, services: list[str] | None = None) -> N
     ``services``: the Services to count instead (an incremental upgrade counts both clusters'
     per-cluster serve Services, as KubeRay does).
     """
-    ns, name = ctx.namespace, ctx.name
+    ns, name = ctx.ref.namespace, ctx.ref.name
     ready: dict[str, str] = {}
     for service in services if services is not None else [serve_service_name(ctx.svc)]:
         ready.update(
-            ready_endpoint_pod_uids(ctx.cache.list(ENDPOINTSLICES, ns, labels={SERVICE_NAME_LABEL: service}))
+            ready_endpoint_pod_uids(
+                ctx.deps.cache.list(ENDPOINTSLICES, ns, labels={SERVICE_NAME_LABEL: service})
+            )
         )
     ctx.status["numServeEndpoints"] = len(ready)
     by_source = {"head": 0, "worker": 0}
     for pod_name in ready.values():
-        pod = ctx.cache.get(PODS, pod_name, ns) if pod_name else None
+        pod = ctx.deps.cache.get(PODS, pod_name, ns) if pod_name else None
         node_type = labels_of(pod or {}).get(c.RAY_NODE_TYPE_LABEL_KEY)
         by_source["head" if node_type == c.NODE_TYPE_HEAD else "worker"] += 1
     for source, count in by_source.items():
@@ -124,18 +126,18 @@ async def _reconcile_services(ctx: ServiceContext, target: Obj) -> Obj | None:
 async def _apply_service(ctx: ServiceContext, desired: Obj) -> Obj:
     """Create, or re-point when the ``ray.io/cluster`` selector changes (KubeRay's rule)."""
     ns, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
-    existing = ctx.cache.get(SERVICES, name, ns)
+    existing = ctx.deps.cache.get(SERVICES, name, ns)
     if existing is None:
         created: Obj | None = await create_once(
-            ctx.recorder,
+            ctx.deps.recorder,
             ctx.svc,
-            ctx.client.create(SERVICES, desired, ns),
+            ctx.deps.client.create(SERVICES, desired, ns),
             failed=(c.EVENT_FAILED_TO_CREATE_SERVICE, f"Failed to create the service {ns}/{name}, {{error}}"),
             done=(c.EVENT_CREATED_SERVICE, f"Created the service {ns}/{name}"),
         )
         if created is not None:
             return created
-        existing = await ctx.client.get(SERVICES, name, ns)
+        existing = await ctx.deps.client.get(SERVICES, name, ns)
     old_sel = (existing.get("spec") or {}).get("selector") or {}
     if old_sel.get(c.RAY_CLUSTER_LABEL_KEY) == desired["spec"]["selector"].get(c.RAY_CLUSTER_LABEL_KEY):
         return existing
@@ -152,9 +154,9 @@ async def _apply_service(ctx: ServiceContext, desired: Obj) -> Obj:
             port.setdefault("nodePort", node_ports[port["name"]])
     body["spec"] = new_spec
     updated: Obj = await write_with_events(
-        ctx.recorder,
+        ctx.deps.recorder,
         ctx.svc,
-        ctx.client.update(SERVICES, body),
+        ctx.deps.client.update(SERVICES, body),
         failed=(c.EVENT_FAILED_TO_UPDATE_SERVICE, f"Failed to update the service {ns}/{name}, {{error}}"),
         done=(c.EVENT_UPDATED_SERVICE, f"Updated the service {ns}/{name}"),
     )

@@ -162,7 +162,7 @@ def test_resync_period_defaults_to_kuberays_env_var(monkeypatch: pytest.MonkeyPa
     assert flags.raycluster_resync_period is None
     manager = build_manager(config, flags)
     reconciler = manager.controllers["raycluster-controller"].reconciler
-    assert reconciler.options.resync_period == 42.0
+    assert reconciler.deps.options.resync_period == 42.0
     flags = operator_flags(
         parse_args(
             [
@@ -175,7 +175,7 @@ def test_resync_period_defaults_to_kuberays_env_var(monkeypatch: pytest.MonkeyPa
         )
     )
     manager = build_manager(config, flags)
-    assert manager.controllers["raycluster-controller"].reconciler.options.resync_period == 7.0
+    assert manager.controllers["raycluster-controller"].reconciler.deps.options.resync_period == 7.0
 
 
 def test_the_readme_documents_every_run_and_demo_flag() -> None:

@@ -14,6 +14,8 @@ import pytest
 
 from controllers import constants as C
 from controllers.api.validation import validate_raycluster
+from controllers.common.last_write import latest
+from controllers.common.scope import Deps
 from controllers.raycluster import children, deletion, pods, status_write
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.memory import Memory
@@ -46,13 +48,9 @@ class Kit:
     def ctx(self) -> ClusterContext:
         """A context for the next phase call (the memo persists across calls, as across reconciles)."""
         return ClusterContext(
-            cast(Client, self.client),
-            self.cache,
-            self.events,
-            self.clock,
-            self.options,
+            Deps(cast(Client, self.client), self.cache, self.events, self.clock, self.options),
             self.expectations,
-            self.memory.memo("ns/rc", self.cluster["metadata"]["uid"]),
+            self.memory.memos.get("ns/rc", self.cluster["metadata"]["uid"]),
             self.cluster,
             self.pods,
         )
@@ -282,11 +280,11 @@ async def test_our_write_is_read_until_the_cache_moves_past_it() -> None:
     kit = Kit(cluster)
     ctx = kit.ctx
     await status_write.write_status(ctx, {"state": "ready", "observedGeneration": 1})
-    written = status_write.latest(ctx.memo, cluster)
+    written = latest(ctx.memo, cluster)
     assert written["status"]["state"] == "ready" and written is not cluster
     moved = make_cluster(resourceVersion="9")
-    assert status_write.latest(ctx.memo, moved) is moved
-    assert status_write.latest(ctx.memo, cluster) is cluster  # forgotten once the cache moved on
+    assert latest(ctx.memo, moved) is moved
+    assert latest(ctx.memo, cluster) is cluster  # forgotten once the cache moved on
 
 
 async def test_a_conflicting_status_write_forgets_our_write_and_raises() -> None:

@@ -8,12 +8,13 @@ requests" is counted exactly.
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, cast
 
 from controllers import constants as C
+from controllers.common.scope import Deps
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.reconciler import RayClusterReconciler
-from kuberay_py.client import Resource
+from kuberay_py.client import Client, Resource
 from kuberay_py.client.resources import PODS, SERVICES
 from kuberay_py.clock import FakeClock
 from kuberay_py.controller import Expectations, Request, Result
@@ -25,14 +26,8 @@ def setup_env(cluster: dict[str, Any]) -> tuple[RayClusterReconciler, FakeCache,
     cache, client, events = FakeCache(), RecordingClient(), Events()
     cache.put(C.RAYCLUSTERS, cluster)
     clock = FakeClock()
-    reconciler = RayClusterReconciler(
-        client,  # type: ignore[arg-type]
-        cache,
-        events,
-        clock=clock,
-        options=RayClusterOptions(),
-        expectations=Expectations(clock=clock),
-    )
+    deps = Deps(cast(Client, client), cache, events, clock, RayClusterOptions())
+    reconciler = RayClusterReconciler(deps, expectations=Expectations(clock=clock))
     return reconciler, cache, client, events
 
 
@@ -286,7 +281,7 @@ async def test_counter_only_changes_are_coalesced_and_stale_cache_sees_our_write
     cache.put(PODS, running_ready(cache.get(PODS, "w1", "ns") or {}, "10.0.0.2"))
     result = await reconciler.reconcile(REQ)
     assert client.requests == [] and result.requeue_after == 5.0
-    clock = reconciler.clock
+    clock = reconciler.deps.clock
     assert isinstance(clock, FakeClock)
     await clock.advance(5.0)
     await reconciler.reconcile(REQ)
@@ -305,7 +300,7 @@ async def test_deleted_cluster_leaves_no_per_cluster_memory() -> None:
     c["spec"]["enableInTreeAutoscaling"] = True
     reconciler, cache, client, _ = setup_env(c)
     await reconciler.reconcile(REQ)
-    assert "ns/rc" in reconciler.memory and not reconciler.expectations.satisfied("ns/rc")
+    assert "ns/rc" in reconciler.memory.memos and not reconciler.expectations.satisfied("ns/rc")
     client.requests.clear()
     await reconciler.reconcile(REQ)
     assert ("get", "Role", "rc") not in client.requests  # remembered: no GET while it lives
@@ -313,7 +308,7 @@ async def test_deleted_cluster_leaves_no_per_cluster_memory() -> None:
     client.requests.clear()
     assert await reconciler.reconcile(REQ) == Result()
     assert client.requests == []
-    assert "ns/rc" not in reconciler.memory and len(reconciler.memory) == 0
+    assert "ns/rc" not in reconciler.memory.memos and len(reconciler.memory.memos) == 0
     assert reconciler.expectations.satisfied("ns/rc")
     # A cluster of the same name created again is checked afresh: nothing was remembered.
     cache.put(C.RAYCLUSTERS, make_cluster() | {"spec": c["spec"]})

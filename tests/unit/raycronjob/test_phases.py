@@ -10,6 +10,7 @@ from typing import Any, cast
 import yaml
 
 from controllers import constants as C
+from controllers.common.scope import Deps
 from controllers.raycronjob import schedule
 from controllers.raycronjob.context import CronContext
 from controllers.raycronjob.memory import Memory
@@ -43,9 +44,9 @@ class Kit:
 
     def ctx(self) -> CronContext:
         client = cast(Client, self.client)
-        memo = self.memory.memo("ns/cron", "cron-uid")
-        options = RayCronJobOptions()
-        return CronContext(client, self.cache, self.events, self.clock, options, self.memory, memo, self.cron)
+        memo = self.memory.memos.get("ns/cron", "cron-uid")
+        deps = Deps(client, self.cache, self.events, self.clock, RayCronJobOptions())
+        return CronContext(deps, memo, self.cron)
 
 
 def test_an_invalid_spec_is_announced_once_per_generation() -> None:

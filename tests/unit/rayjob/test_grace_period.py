@@ -9,6 +9,7 @@ from typing import Any, cast
 
 import pytest
 
+from controllers.common.scope import Deps
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.memory import JobMemo
 from controllers.rayjob.options import RayJobOptions
@@ -24,11 +25,13 @@ def context(clock: FakeClock, job_status: str, ended_ago: float | None) -> JobCo
         status["rayJobInfo"] = {"endTime": format_rfc3339(clock.utcnow() - timedelta(seconds=ended_ago))}
     job = {"metadata": {"name": "j", "namespace": "ns"}, "spec": {}, "status": dict(status)}
     return JobContext(
-        client=cast(Any, None),
-        cache=cast(Any, None),
-        recorder=cast(Any, None),
-        clock=clock,
-        options=RayJobOptions(transition_grace_period=GRACE),
+        deps=Deps(
+            cast(Any, None),
+            cast(Any, None),
+            cast(Any, None),
+            clock,
+            RayJobOptions(transition_grace_period=GRACE),
+        ),
         dashboards=cast(Any, None),
         memo=JobMemo("uid-1"),
         job=job,

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 from controllers import constants as C
 from controllers.common.names import RAND_ALPHABET
+from controllers.common.scope import Deps
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.rayjob import cleanup, lifecycle
 from controllers.rayjob.context import JobContext
@@ -48,11 +49,7 @@ class Kit:
         """A context for the next phase call (the same fakes and memo, as across reconciles)."""
         working = cast(RayJobStatus, copy.deepcopy(status if status is not None else self.ctx.status))
         self.ctx = JobContext(
-            cast(Client, self.client),
-            self.cache,
-            self.events,
-            self.clock,
-            self.options,
+            Deps(cast(Client, self.client), self.cache, self.events, self.clock, self.options),
             cast(DashboardClientFactory, None),  # these phases never reach the dashboard
             self.memo,
             self.job,

@@ -8,6 +8,7 @@ from typing import Any, cast
 
 import pytest
 
+from controllers.common.scope import Deps
 from controllers.rayjob import builders
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.memory import JobMemo
@@ -75,11 +76,13 @@ class HeadCache:
 def outcome(status: dict[str, Any], *, gate: bool = True, **spec: Any) -> tuple[Any, Any, bool]:
     job = sidecar_job(**spec)
     ctx = JobContext(
-        client=cast(Any, None),
-        cache=cast(Any, HeadCache([{"name": builders.SUBMITTER_CONTAINER, **status}])),
-        recorder=cast(Any, None),
-        clock=FakeClock(),
-        options=RayJobOptions(sidecar_submitter_restart=gate),
+        deps=Deps(
+            cast(Any, None),
+            cast(Any, HeadCache([{"name": builders.SUBMITTER_CONTAINER, **status}])),
+            cast(Any, None),
+            FakeClock(),
+            RayJobOptions(sidecar_submitter_restart=gate),
+        ),
         dashboards=cast(Any, None),
         memo=JobMemo("u-1"),
         job=job,

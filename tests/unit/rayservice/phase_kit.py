@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from controllers import constants as c
+from controllers.common.objects import key_of
+from controllers.common.scope import Deps
 from controllers.ray.dashboard import DashboardClientFactory, DashboardHTTPError
 from controllers.ray.health import HeadProxyHealthChecker, HeadTarget, HealthResult
 from controllers.ray.serve_status import AppStatus, ServeDetails
@@ -86,15 +88,13 @@ def make_kit(
     dashboard = base.dashboard if base else FakeDashboard()
     clock = base.clock if base else FakeClock()
     working = status if status is not None else cast(RayServiceStatus, copy.deepcopy(svc.get("status") or {}))
+    memory = memory if memory is not None else Memory()
     ctx = ServiceContext(
-        client=cast(Client, client),
-        cache=cache,
-        recorder=events,
-        clock=clock,
-        options=RayServiceOptions(env={}),
+        deps=Deps(cast(Client, client), cache, events, clock, RayServiceOptions(env={})),
         dashboards=cast(DashboardClientFactory, dashboard),
         checker=checker,
-        memory=memory if memory is not None else Memory(),
+        memory=memory,
+        memo=memory.memos.get(key_of(svc), str(svc["metadata"].get("uid") or "")),
         svc=svc,
         status=working,
     )

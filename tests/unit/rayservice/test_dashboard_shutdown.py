@@ -12,10 +12,11 @@ from typing import Any, cast
 import pytest
 
 from controllers import constants as c
+from controllers.common.scope import Deps
 from controllers.ray.dashboard import DashboardClientFactory, DashboardClosed
 from controllers.ray.health import HeadProxyHealthChecker
 from controllers.rayservice.context import ServiceContext
-from controllers.rayservice.memory import Memory
+from controllers.rayservice.memory import Memory, ServiceMemo
 from controllers.rayservice.options import RayServiceOptions
 from controllers.rayservice.serving import reconcile_serve, submit
 from kuberay_py.client import Client
@@ -52,21 +53,24 @@ def head_pod() -> dict[str, Any]:
     return {
         "metadata": {"name": f"{CLUSTER}-head", "namespace": "ns", "uid": "head-uid", "labels": labels},
         "spec": {"containers": [{"name": "ray-head", "ports": ports}]},
-        "status": {"phase": "Running", "podIP": "10.0.0.5",
-                   "conditions": [{"type": "Ready", "status": "True"}]},
+        "status": {
+            "phase": "Running",
+            "podIP": "10.0.0.5",
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
 
 
 def context(recorder: Recorder, factory: DashboardClientFactory, svc: dict[str, Any]) -> ServiceContext:
+    deps = Deps(  # any API call would fail loudly
+        cast(Client, object()), OneHeadCache(head_pod()), recorder, FakeClock(), RayServiceOptions(env={})
+    )
     return ServiceContext(
-        client=cast(Client, object()),  # any API call would fail loudly
-        cache=OneHeadCache(head_pod()),
-        recorder=recorder,
-        clock=FakeClock(),
-        options=RayServiceOptions(env={}),
+        deps=deps,
         dashboards=factory,
         checker=HeadProxyHealthChecker(),
         memory=Memory(),
+        memo=ServiceMemo("uid"),
         svc=svc,
         status={},
     )

@@ -14,7 +14,8 @@ import pytest
 
 from controllers import constants as c
 from controllers.common.conditions import find_condition
-from controllers.common.last_write import remember_write
+from controllers.common.last_write import load, remember_write
+from controllers.common.objects import managed_here
 from controllers.ray.dashboard import DashboardHTTPError
 from controllers.ray.health import HealthResult
 from controllers.rayservice import clusters, lifecycle, serving, suspend, traffic
@@ -25,6 +26,7 @@ from controllers.rayservice.serving import ServeResult
 from kuberay_py.client import Forbidden
 from kuberay_py.client.resources import ENDPOINTSLICES, PODS, SECRETS, SERVICES
 from kuberay_py.clock import format_rfc3339, parse_rfc3339
+from kuberay_py.controller import Request
 from kuberay_py.metrics import registry
 from kuberay_py.objects import Obj
 from tests.unit.rayservice.phase_kit import Kit, head_pod, make_kit, owned_cluster, worker_pod
@@ -52,6 +54,9 @@ def condition(kit: Kit, type_: str) -> Obj:
     return dict(cond)
 
 
+REQ = Request("ns", "rayservice-sample")
+
+
 # -- lifecycle -----------------------------------------------------------------------------------
 
 
@@ -59,8 +64,10 @@ def test_load_reads_our_last_write_while_the_cache_predates_it(svc: Obj) -> None
     kit = make_kit(svc)
     svc["metadata"]["resourceVersion"] = "10"
     kit.cache.put(c.RAYSERVICES, svc)
-    memo = kit.ctx.memory.memo(kit.ctx.key)
-    assert lifecycle.load_rayservice(kit.cache, memo, "ns", "rayservice-sample") is svc
+    memory = kit.ctx.memory
+    loaded = load(kit.cache, c.RAYSERVICES, REQ, memory)
+    assert loaded is not None and loaded[0] is svc
+    memo = loaded[1]
     ours = {
         **svc,
         "metadata": {**svc["metadata"], "resourceVersion": "11"},
@@ -68,18 +75,18 @@ def test_load_reads_our_last_write_while_the_cache_predates_it(svc: Obj) -> None
     }
     remember_write(memo, svc, ours)
     # the cache still shows the version our write replaced: our write, with no request sent
-    assert lifecycle.load_rayservice(kit.cache, memo, "ns", "rayservice-sample") is ours
+    assert load(kit.cache, c.RAYSERVICES, REQ, memory) == (ours, memo)
     assert kit.client.requests == []
     caught_up = {**ours, "metadata": {**ours["metadata"], "resourceVersion": "12"}}
     kit.cache.put(c.RAYSERVICES, caught_up)
-    assert lifecycle.load_rayservice(kit.cache, memo, "ns", "rayservice-sample") is caught_up
+    assert load(kit.cache, c.RAYSERVICES, REQ, memory) == (caught_up, memo)
     assert memo.written is None
 
 
 def test_another_managed_by_is_left_alone(svc: Obj) -> None:
-    assert lifecycle.is_managed_here(svc)
+    assert managed_here(svc)
     svc["spec"]["managedBy"] = "kueue.x-k8s.io/multikueue"
-    assert not lifecycle.is_managed_here(svc)
+    assert not managed_here(svc)
 
 
 async def test_the_finalizer_is_added_once(svc: Obj) -> None:
@@ -103,7 +110,7 @@ async def test_finalize_deletes_the_clusters_first_then_drops_the_finalizer_and_
     await lifecycle.finalize(kit.ctx)
     assert kit.client.requests == [("update", "RayService", "rayservice-sample")]
     assert kit.client.stored[("RayService", "rayservice-sample")]["metadata"]["finalizers"] == ["other"]
-    assert kit.ctx.key not in kit.ctx.memory
+    assert kit.ctx.ref.key not in kit.ctx.memory
 
 
 def test_validation_is_memoised_per_generation(svc: Obj) -> None:

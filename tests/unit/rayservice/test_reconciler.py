@@ -11,6 +11,7 @@ from typing import Any, cast
 
 from controllers import constants as c
 from controllers.common.conditions import find_condition
+from controllers.common.scope import Deps
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import HealthResult
 from controllers.rayservice.options import SERVICE_NAME_LABEL, RayServiceOptions
@@ -33,13 +34,9 @@ class Rig:
         self.cache, self.client, self.events = FakeCache(), RecordingClient(), Events()
         self.checker, self.dashboard = FakeChecker(), FakeDashboard()
         self.reconciler = RayServiceReconciler(
-            cast(Client, self.client),
-            self.cache,
-            self.events,
+            Deps(cast(Client, self.client), self.cache, self.events, FakeClock(), RayServiceOptions(env={})),
             cast(DashboardClientFactory, self.dashboard),
             self.checker,
-            clock=FakeClock(),
-            options=RayServiceOptions(env={}),
         )
         self.cache.put(c.RAYSERVICES, svc)
 
@@ -119,7 +116,11 @@ async def test_a_new_rayservice_is_served_promoted_and_ready(samples: Any) -> No
     rig.cache.remove(c.RAYSERVICES, "ns", REQ.name)
     rig.client.requests.clear()
     assert await rig.reconciler.reconcile(REQ) == Result()
-    assert rig.client.requests == [] and KEY not in rig.reconciler.memory and len(rig.reconciler.memory) == 0
+    assert (
+        rig.client.requests == []
+        and KEY not in rig.reconciler.memory
+        and len(rig.reconciler.memory.memos) == 0
+    )
 
 
 async def test_an_invalid_rayservice_is_reported_and_not_requeued(samples: Any) -> None:
