@@ -23,7 +23,7 @@ import functools
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, Unpack
 
 import aiohttp
 import orjson
@@ -38,7 +38,7 @@ from kuberay_py.client.watchstream import decode_event, iter_lines
 from kuberay_py.clock import Clock, RealClock
 from kuberay_py.log import get_logger
 
-__all__ = ["PATCH_CONTENT_TYPES", "Client", "PatchType", "encode_query"]
+__all__ = ["PATCH_CONTENT_TYPES", "Client", "ListQuery", "PatchType", "encode_query"]
 
 log = get_logger("kuberay_py.client")
 
@@ -54,6 +54,17 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
 WATCH_IDLE_GRACE_SECONDS = 30.0
 
 QueryValue = str | int | float | bool | None
+
+
+class ListQuery(TypedDict, total=False):
+    """What a list asks for, one set of keywords for :meth:`Client.list` (one page) and
+    :meth:`Client.list_all` (every page): Kubernetes' list options, each left out when unset."""
+
+    label_selector: str | None
+    field_selector: str | None
+    limit: int | None  # the page size
+    continue_token: str | None  # where the previous page ended
+    resource_version: str | None
 
 
 def encode_query(params: Mapping[str, QueryValue]) -> list[tuple[str, str]]:
@@ -235,15 +246,7 @@ class Client:
         return result
 
     async def list(
-        self,
-        res: Resource,
-        namespace: str | None = None,
-        *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        resource_version: str | None = None,
+        self, res: Resource, namespace: str | None = None, **query: Unpack[ListQuery]
     ) -> dict[str, Any]:
         """One page of a list (the ``*List`` object); ``metadata.continue`` is set when more remain.
 
@@ -251,14 +254,14 @@ class Client:
         they are filled in from the list (as client-go's unstructured list decoding does), so
         every object a caller or cache holds says what it is.
         """
-        query: dict[str, QueryValue] = {
-            "labelSelector": label_selector or None,
-            "fieldSelector": field_selector or None,
-            "limit": limit,
-            "continue": continue_token or None,
-            "resourceVersion": resource_version,
+        params: dict[str, QueryValue] = {
+            "labelSelector": query.get("label_selector") or None,
+            "fieldSelector": query.get("field_selector") or None,
+            "limit": query.get("limit"),
+            "continue": query.get("continue_token") or None,
+            "resourceVersion": query.get("resource_version"),
         }
-        result: dict[str, Any] = await self.request("GET", res.path(namespace), query=query)
+        result: dict[str, Any] = await self.request("GET", res.path(namespace), query=params)
         _type_items(result)
         return result
 
@@ -267,12 +270,8 @@ class Client:
         res: Resource,
         namespace: str | None = None,
         *,
-        label_selector: str | None = None,
-        field_selector: str | None = None,
-        limit: int | None = None,
-        continue_token: str | None = None,
-        resource_version: str | None = None,
         transform: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        **query: Unpack[ListQuery],
     ) -> dict[str, Any]:
         """Every page, merged into one ``*List``; ``limit`` is the page size.
 
@@ -282,8 +281,13 @@ class Client:
         (410), the list is redone in one unpaginated request rather than returning a partial list.
         """
         # Every page asks the same question; only the position (and, on a relist, the size) moves.
+        limit, resource_version = query.get("limit"), query.get("resource_version")
         same_query = functools.partial(
-            self.list, res, namespace, label_selector=label_selector, field_selector=field_selector
+            self.list,
+            res,
+            namespace,
+            label_selector=query.get("label_selector"),
+            field_selector=query.get("field_selector"),
         )
 
         def take(page: dict[str, Any]) -> list[dict[str, Any]]:
@@ -291,7 +295,9 @@ class Client:
             page["items"] = None  # let the raw page go as soon as its items are slimmed
             return raw if transform is None else [transform(item) for item in raw]
 
-        page = await same_query(limit=limit, continue_token=continue_token, resource_version=resource_version)
+        page = await same_query(
+            limit=limit, continue_token=query.get("continue_token"), resource_version=resource_version
+        )
         items = take(page)
         while token := (page.get("metadata") or {}).get("continue"):
             try:
