@@ -63,6 +63,7 @@ NODE_TYPE_REDIS_CLEANUP: Final = "redis-cleanup"
 CRD_RAYCLUSTER: Final = "RayCluster"
 CRD_RAYSERVICE: Final = "RayService"
 CRD_RAYJOB: Final = "RayJob"
+CRD_RAYCRONJOB: Final = "RayCronJob"  # the kind only (a RayCronJob's RayJobs say RayJob's origin)
 SERVE_LABEL_TRUE: Final = "true"
 SERVE_LABEL_FALSE: Final = "false"
 

@@ -184,7 +184,7 @@ def validate_rayservice_metadata(service: RayService) -> list[FieldError]:
             parse_initializing_timeout(timeout)
         except ValueError as exc:
             path = f"metadata.annotations[{C.RAYSERVICE_INITIALIZING_TIMEOUT_ANNOTATION_KEY}]"
-            errs.append(FieldError(path, str(exc), "metadata"))
+            errs.append(FieldError(path, f"RayService annotations is invalid: {exc}", "metadata"))
     return errs
 
 
@@ -273,7 +273,7 @@ def validate_rayservice_spec(
             errs.append(
                 FieldError(
                     "spec.rayClusterConfig.headGroupSpec.headService.metadata.name",
-                    "should not be set: a RayService names its head Service <rayservice>-head-svc",
+                    "spec.rayClusterConfig.headGroupSpec.headService.metadata.name should not be set",
                 )
             )
     strategy = spec.upgrade_strategy
@@ -291,7 +291,8 @@ def validate_rayservice_spec(
     if delay is not None and delay < 0:
         errs.append(
             FieldError(
-                "spec.rayClusterDeletionDelaySeconds", f"should be a non-negative integer, got {delay}"
+                "spec.rayClusterDeletionDelaySeconds",
+                f"Spec.RayClusterDeletionDelaySeconds should be a non-negative integer, got {delay}",
             )
         )
     if spec.serve_config_v2 is not None:

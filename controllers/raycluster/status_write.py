@@ -13,7 +13,7 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common.conditions import is_condition_true
-from controllers.common.invalid import invalid_reason
+from controllers.common.invalid import invalid_report
 from controllers.common.last_write import remember_write
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.status import status_differs
@@ -108,15 +108,14 @@ async def report_invalid(ctx: ClusterContext, errors: list[Any]) -> None:
     Nothing is deleted and nothing requeued: the spec change that fixes it triggers a reconcile.
     """
     cluster = ctx.cluster
-    reason = invalid_reason(C.CRD_RAYCLUSTER, errors)
-    message = "; ".join(str(e) for e in errors)
+    report = invalid_report(C.CRD_RAYCLUSTER, cluster, errors)
     status = cluster.get("status") or {}
     generation = cluster["metadata"].get("generation")
-    if status.get("reason") == message and status.get("observedGeneration") == generation:
+    if status.get("reason") == report.message and status.get("observedGeneration") == generation:
         return
-    ctx.deps.recorder.event(cluster, C.WARNING, reason, message)
+    ctx.deps.recorder.event(cluster, C.WARNING, report.reason, report.event)
     new_status = copy.deepcopy(status)
-    new_status["reason"] = message
+    new_status["reason"] = report.message
     new_status["observedGeneration"] = generation or 0
     try:
         await ctx.deps.client.update_status(C.RAYCLUSTERS, _status_body(ctx, new_status))

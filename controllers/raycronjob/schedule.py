@@ -14,7 +14,7 @@ from controllers import constants as C
 from controllers.api.cron_schedule import parse_schedule
 from controllers.api.job_validation import validate_raycronjob
 from controllers.common.events import create_once
-from controllers.common.invalid import invalid_reason
+from controllers.common.invalid import invalid_report
 from controllers.common.last_write import remember_write
 from controllers.common.objects import generation_of, spec_of
 from controllers.raycronjob.builders import child_rayjob
@@ -32,9 +32,8 @@ def validate(ctx: CronContext) -> bool:
     if not errors:
         return False
     if ctx.memo.first_time("invalid", generation_of(ctx.cron)):
-        message = "\n".join(str(e) for e in errors)
-        reason = invalid_reason("RayCronJob", errors, ("spec",))
-        ctx.deps.recorder.event(ctx.cron, C.WARNING, reason, f"{ctx.ref.key}: {message}")
+        report = invalid_report(C.CRD_RAYCRONJOB, ctx.cron, errors)
+        ctx.deps.recorder.event(ctx.cron, C.WARNING, report.reason, report.event)
     return True  # a spec change wakes us
 
 

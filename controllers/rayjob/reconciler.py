@@ -19,7 +19,7 @@ from typing import cast
 
 from controllers import constants as C
 from controllers.api.job_validation import validate_rayjob
-from controllers.common.invalid import invalid_reason
+from controllers.common.invalid import invalid_report
 from controllers.common.last_write import load, remember_write
 from controllers.common.objects import managed_here
 from controllers.common.scope import Deps
@@ -83,7 +83,6 @@ class RayJobReconciler:
         ctx.job = written
 
     async def reconcile(self, request: Request) -> Result:
-        key = f"{request.namespace}/{request.name}"
         loaded = load(self.deps.cache, C.RAYJOBS, request, self.memory)
         if loaded is None:
             forget_job(request.namespace, request.name)
@@ -101,14 +100,12 @@ class RayJobReconciler:
         options = self.deps.options
         errors = validate_rayjob(job, deletion_gate=options.deletion_policy, gates=options.cluster_gates)
         if errors:
-            message = "\n".join(e.message for e in errors)
-            if ctx.state != "ValidationFailed" or ctx.status.get("message") != message:
-                self.deps.recorder.event(
-                    job, C.WARNING, invalid_reason(C.CRD_RAYJOB, errors), f"{key}: {message}"
-                )
+            report = invalid_report(C.CRD_RAYJOB, job, errors)
+            if ctx.state != "ValidationFailed" or ctx.status.get("message") != report.message:
+                self.deps.recorder.event(job, C.WARNING, report.reason, report.event)
             ctx.status["jobDeploymentStatus"] = "ValidationFailed"
             ctx.status["reason"] = "ValidationFailed"
-            ctx.status["message"] = message
+            ctx.status["message"] = report.message
             await self._write(ctx)
             return Result()  # a spec change wakes us
         if ctx.state == "ValidationFailed":

@@ -15,7 +15,7 @@ from typing import Any
 from controllers import constants as c
 from controllers.api.validation import parse_initializing_timeout, validate_rayservice
 from controllers.common.finalizers import finalizer_update
-from controllers.common.invalid import invalid_reason
+from controllers.common.invalid import invalid_report
 from controllers.common.last_write import remember_write
 from controllers.common.objects import annotations_of
 from controllers.constants import RAYSERVICES
@@ -92,10 +92,9 @@ def validate(ctx: ServiceContext) -> list[Any]:
 
 def report_invalid(ctx: ServiceContext, errors: list[Any]) -> None:
     """Warning event + ``Ready=False/ValidationFailed`` in the working status."""
-    message = "; ".join(str(e) for e in errors)
-    reason = invalid_reason(c.CRD_RAYSERVICE, errors, ("metadata", "spec"))
-    ctx.warn(reason, f"{ctx.ref.key}: {message}")
-    ctx.set_condition(c.COND_RAYSERVICE_READY, "False", c.REASON_VALIDATION_FAILED, message)
+    report = invalid_report(c.CRD_RAYSERVICE, ctx.svc, errors)
+    ctx.warn(report.reason, report.event)
+    ctx.set_condition(c.COND_RAYSERVICE_READY, "False", c.REASON_VALIDATION_FAILED, report.message)
     ctx.status["serviceStatus"] = ""
 
 

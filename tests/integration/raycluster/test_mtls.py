@@ -63,8 +63,10 @@ async def test_without_cert_manager_the_spec_is_invalid() -> None:
     async with tls_operator() as client:
         await client.create(C.RAYCLUSTERS, tls_cluster(), NS)
         [message] = await eventually(lambda: notes(client, C.EVENT_INVALID_RAYCLUSTER_SPEC), "the Warning")
-        assert (
-            message == "spec.tlsOptions: tlsOptions requires cert-manager, but cert-manager is not installed"
+        name = tls_cluster()["metadata"]["name"]
+        assert message == (  # KubeRay's event, word for word
+            f"The RayCluster spec is invalid {NS}/{name}: "
+            "tlsOptions requires cert-manager, but cert-manager is not installed"
         )
         assert (await client.list(PODS, NS))["items"] == []
 

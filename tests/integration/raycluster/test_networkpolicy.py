@@ -152,7 +152,7 @@ async def test_gate_off_the_spec_is_invalid_and_nothing_is_created(
     await rc_client.create(C.RAYCLUSTERS, body, ns)
 
     gate = "spec.networkPolicy requires the RayClusterNetworkPolicy feature gate to be enabled"
-    want = f"spec.networkPolicy: {gate}"
+    want = f"The RayCluster spec is invalid {ns}/off: {gate}"  # KubeRay's event
     assert await eventually(
         lambda: events(rc_client, ns, C.EVENT_INVALID_RAYCLUSTER_SPEC), "the Warning"
     ) == [want]
@@ -161,6 +161,6 @@ async def test_gate_off_the_spec_is_invalid_and_nothing_is_created(
         status = (await rc_client.get(C.RAYCLUSTERS, "off", ns)).get("status") or {}
         return status.get("reason")
 
-    assert await eventually(reason, "status.reason") == want
+    assert await eventually(reason, "status.reason") == gate
     assert (await rc_client.list(PODS, ns))["items"] == []
     assert await policies(rc_client, ns) == {}
