@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from controllers import constants as C
+from kuberay_py.client import Resource
 from kuberay_py.objects import Obj
 
 __all__ = [
@@ -16,6 +17,7 @@ __all__ = [
     "key_of",
     "labels_of",
     "managed_here",
+    "new_child",
     "owned_by",
     "spec_of",
 ]
@@ -72,6 +74,28 @@ def controller_ref(owner: Obj, kind: str = "RayCluster") -> dict[str, Any]:
         "controller": True,
         "blockOwnerDeletion": True,
     }
+
+
+def new_child(
+    res: Resource,
+    name: str,
+    owner: Obj,
+    *,
+    labels: dict[str, str],
+    annotations: dict[str, str] | None = None,
+    owned: bool = True,
+    owner_kind: str = "RayCluster",
+    **body: Any,
+) -> dict[str, Any]:
+    """A child object as a controller creates it: in ``owner``'s namespace, with ``labels`` (and
+    ``annotations``), controlled by ``owner`` (:func:`controller_ref`) unless ``owned`` is False,
+    then ``body`` (``spec=``, ``data=``, ...) in the order given."""
+    metadata: dict[str, Any] = {"name": name, "namespace": owner["metadata"]["namespace"], "labels": labels}
+    if annotations is not None:
+        metadata["annotations"] = annotations
+    if owned:
+        metadata["ownerReferences"] = [controller_ref(owner, owner_kind)]
+    return {"apiVersion": res.api_version, "kind": res.kind, "metadata": metadata, **body}
 
 
 def owned_by(obj: Obj, owner_uid: str | None) -> bool:

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from controllers.common.objects import controller_ref
+from controllers import constants as C
+from controllers.common.objects import new_child
 from kuberay_py.objects import Obj
 
 __all__ = ["owned_cluster"]
@@ -25,15 +26,6 @@ def owned_cluster(
     annotations: dict[str, str],
     spec: dict[str, Any],
 ) -> dict[str, Any]:
-    return {
-        "apiVersion": "ray.io/v1",
-        "kind": "RayCluster",
-        "metadata": {
-            "name": name,
-            "namespace": owner["metadata"]["namespace"],
-            "labels": labels,
-            "annotations": annotations,
-            "ownerReferences": [controller_ref(owner, owner_kind)],
-        },
-        "spec": spec,
-    }
+    return new_child(
+        C.RAYCLUSTERS, name, owner, labels=labels, annotations=annotations, owner_kind=owner_kind, spec=spec
+    )

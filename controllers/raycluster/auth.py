@@ -22,6 +22,8 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common import cluster as common
+from controllers.common.objects import new_child
+from kuberay_py.client.resources import SECRETS
 
 __all__ = [
     "AUTH_TOKEN_SECRET_KEY",
@@ -105,15 +107,8 @@ def configure_token_auth(pod_spec: dict[str, Any], ray: dict[str, Any], cluster:
 def build_auth_secret(cluster: dict[str, Any], token: str | None = None) -> dict[str, Any]:
     """The generated token Secret, owned by the cluster so it goes when the cluster goes."""
     value = token if token is not None else base64.b64encode(secrets.token_bytes(_TOKEN_BYTES)).decode()
-    return {
-        "apiVersion": "v1",
-        "kind": "Secret",
-        "metadata": {
-            "name": auth_secret_name(cluster),
-            "namespace": cluster["metadata"]["namespace"],
-            "labels": {C.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"]},
-            "ownerReferences": [common.controller_ref(cluster)],
-        },
-        "type": "Opaque",
-        "stringData": {AUTH_TOKEN_SECRET_KEY: value},
-    }
+    labels = {C.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"]}
+    return new_child(
+        SECRETS, auth_secret_name(cluster), cluster, labels=labels, type="Opaque",
+        stringData={AUTH_TOKEN_SECRET_KEY: value},
+    )  # fmt: skip

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from controllers import constants as C
 from controllers.common import cluster as common
 from controllers.common.events import create_once
+from controllers.common.objects import new_child
 from controllers.common.quantity import QuantityError, format_quantity, parse_with_format
 from kuberay_py.client import NotFound
 from kuberay_py.client.resources import PERSISTENTVOLUMECLAIMS
@@ -94,16 +95,11 @@ def build_gcs_storage_pvc(cluster: dict[str, Any]) -> dict[str, Any]:
     }
     if storage.get("storageClassName") is not None:
         spec["storageClassName"] = storage["storageClassName"]
-    return {
-        "apiVersion": "v1",
-        "kind": "PersistentVolumeClaim",
-        "metadata": {
-            "name": gcs_storage_pvc_name(cluster),
-            "namespace": cluster["metadata"]["namespace"],
-            "labels": {C.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"]},
-        },
-        "spec": spec,
-    }
+    labels = {C.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"]}
+    # Owned or not is decided at creation (the retain policy): see reconcile_gcs_storage.
+    return new_child(
+        PERSISTENTVOLUMECLAIMS, gcs_storage_pvc_name(cluster), cluster, labels=labels, owned=False, spec=spec
+    )
 
 
 def _canonical(quantity: Any) -> str:

@@ -23,6 +23,8 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common import cluster as common
+from controllers.common.objects import new_child
+from kuberay_py.client.resources import NETWORKPOLICIES
 
 __all__ = [
     "build_head_policy",
@@ -115,17 +117,7 @@ def _policy(
         types.append("Egress")
         spec["egress"] = egress
     spec["policyTypes"] = types
-    return {
-        "apiVersion": "networking.k8s.io/v1",
-        "kind": "NetworkPolicy",
-        "metadata": {
-            "name": name,
-            "namespace": cluster["metadata"]["namespace"],
-            "labels": _labels(cluster, group),
-            "ownerReferences": [common.controller_ref(cluster)],
-        },
-        "spec": spec,
-    }
+    return new_child(NETWORKPOLICIES, name, cluster, labels=_labels(cluster, group), spec=spec)
 
 
 def _rules(custom: dict[str, Any] | None, key: str) -> list[dict[str, Any]]:

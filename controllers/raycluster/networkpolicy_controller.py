@@ -19,7 +19,7 @@ reports an invalid one, and an API error here becomes a Failed* event.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from controllers import constants as C
 from controllers.common import cluster as common
@@ -43,6 +43,20 @@ log = get_logger(__name__)
 
 class NameCollision(Exception):
     """A NetworkPolicy of the wanted name exists and another owner controls it."""
+
+
+class _Events(TypedDict):
+    failed: tuple[str, str]
+    done: tuple[str, str]
+
+
+def _events(verb: str, ns: str, name: str) -> _Events:
+    """KubeRay's ``FailedTo<Verb>NetworkPolicy`` / ``<Verb>dNetworkPolicy`` events of one write."""
+    ref = f"NetworkPolicy {ns}/{name}"
+    return {
+        "failed": (f"FailedTo{verb}NetworkPolicy", f"Failed to {verb.lower()} {ref}: {{error}}"),
+        "done": (f"{verb}dNetworkPolicy", f"{verb}d {ref}"),
+    }
 
 
 class NetworkPolicyReconciler:
@@ -72,16 +86,8 @@ class NetworkPolicyReconciler:
         ns, name = desired["metadata"]["namespace"], desired["metadata"]["name"]
         existing = self.deps.cache.get(NETWORKPOLICIES, name, ns)
         if existing is None:
-            created = await create_once(
-                self.deps.recorder,
-                cluster,
-                self.deps.client.create(NETWORKPOLICIES, desired, ns),
-                failed=(
-                    "FailedToCreateNetworkPolicy",
-                    f"Failed to create NetworkPolicy {ns}/{name}: {{error}}",
-                ),
-                done=("CreatedNetworkPolicy", f"Created NetworkPolicy {ns}/{name}"),
-            )
+            create = self.deps.client.create(NETWORKPOLICIES, desired, ns)
+            created = await create_once(self.deps.recorder, cluster, create, **_events("Create", ns, name))
             if created is not None:
                 return
             existing = await self.deps.client.get(NETWORKPOLICIES, name, ns)  # the cache had not seen it yet
@@ -101,13 +107,8 @@ class NetworkPolicyReconciler:
             return
         body = {**existing, "metadata": {**existing["metadata"], "labels": desired["metadata"]["labels"]}}
         body["spec"] = normalised_spec(desired["spec"])
-        await write_with_events(
-            self.deps.recorder,
-            cluster,
-            self.deps.client.update(NETWORKPOLICIES, body),
-            failed=("FailedToUpdateNetworkPolicy", f"Failed to update NetworkPolicy {ns}/{name}: {{error}}"),
-            done=("UpdatedNetworkPolicy", f"Updated NetworkPolicy {ns}/{name}"),
-        )
+        update = self.deps.client.update(NETWORKPOLICIES, body)
+        await write_with_events(self.deps.recorder, cluster, update, **_events("Update", ns, name))
 
     async def _delete_stale(self, cluster: Obj, wanted: set[str]) -> None:
         ns, cluster_name = cluster["metadata"]["namespace"], cluster["metadata"]["name"]
@@ -117,13 +118,5 @@ class NetworkPolicyReconciler:
             name = policy["metadata"]["name"]
             if name in wanted or not owned_by(policy, cluster["metadata"]["uid"]):
                 continue
-            await delete_once(
-                self.deps.recorder,
-                cluster,
-                self.deps.client.delete(NETWORKPOLICIES, name, ns),
-                failed=(
-                    "FailedToDeleteNetworkPolicy",
-                    f"Failed to delete NetworkPolicy {ns}/{name}: {{error}}",
-                ),
-                done=("DeletedNetworkPolicy", f"Deleted NetworkPolicy {ns}/{name}"),
-            )
+            delete = self.deps.client.delete(NETWORKPOLICIES, name, ns)
+            await delete_once(self.deps.recorder, cluster, delete, **_events("Delete", ns, name))

@@ -12,8 +12,10 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common import cluster as common
+from controllers.common.objects import new_child
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import build_head_pod
+from kuberay_py.client.resources import JOBS
 
 __all__ = ["build_redis_cleanup_job", "redis_cleanup_job_name"]
 
@@ -69,22 +71,14 @@ def build_redis_cleanup_job(cluster: dict[str, Any], opts: RayClusterOptions) ->
     template_meta: dict[str, Any] = {"labels": labels}
     if head["metadata"].get("annotations"):
         template_meta["annotations"] = head["metadata"]["annotations"]
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {
-            "name": redis_cleanup_job_name(cluster),
-            "namespace": cluster["metadata"]["namespace"],
-            "labels": {
-                C.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"],
-                C.RAY_NODE_TYPE_LABEL_KEY: C.NODE_TYPE_REDIS_CLEANUP,
-                C.KUBERNETES_CREATED_BY_LABEL_KEY: C.COMPONENT_NAME,
-            },
-            "ownerReferences": [common.controller_ref(cluster)],
-        },
-        "spec": {
-            "backoffLimit": 0,
-            "activeDeadlineSeconds": 300,
-            "template": {"metadata": template_meta, "spec": pod_spec},
-        },
+    labels = {
+        C.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"],
+        C.RAY_NODE_TYPE_LABEL_KEY: C.NODE_TYPE_REDIS_CLEANUP,
+        C.KUBERNETES_CREATED_BY_LABEL_KEY: C.COMPONENT_NAME,
     }
+    spec = {
+        "backoffLimit": 0,
+        "activeDeadlineSeconds": 300,
+        "template": {"metadata": template_meta, "spec": pod_spec},
+    }
+    return new_child(JOBS, redis_cleanup_job_name(cluster), cluster, labels=labels, spec=spec)

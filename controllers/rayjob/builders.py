@@ -17,8 +17,9 @@ import yaml
 
 from controllers import constants as C
 from controllers.common.cluster import head_service_name
-from controllers.common.objects import controller_ref
+from controllers.common.objects import controller_ref, new_child
 from controllers.common.owned_cluster import owned_cluster
+from kuberay_py.client.resources import SERVICES
 from kuberay_py.objects import Obj
 
 __all__ = [
@@ -313,21 +314,13 @@ def job_head_service(job: Obj, cluster: Obj, cluster_head_service: Obj) -> Obj:
         spec["clusterIP"] = "None"
     if src.get("publishNotReadyAddresses") is not None:
         spec["publishNotReadyAddresses"] = src["publishNotReadyAddresses"]
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": job_head_service_name(job),
-            "namespace": job["metadata"]["namespace"],
-            "labels": origin_labels(job)
-            | {
-                C.RAY_NODE_TYPE_LABEL_KEY: C.NODE_TYPE_HEAD,
-                C.RAY_ID_LABEL_KEY: f"{job['metadata']['name']}-head",
-            },
-            "ownerReferences": [controller_ref(job, C.CRD_RAYJOB)],
-        },
-        "spec": spec,
+    labels = origin_labels(job) | {
+        C.RAY_NODE_TYPE_LABEL_KEY: C.NODE_TYPE_HEAD,
+        C.RAY_ID_LABEL_KEY: f"{job['metadata']['name']}-head",
     }
+    return new_child(
+        SERVICES, job_head_service_name(job), job, labels=labels, owner_kind=C.CRD_RAYJOB, spec=spec
+    )
 
 
 def submission_body(job: Obj, job_id: str) -> dict[str, Any]:

@@ -19,8 +19,10 @@ from typing import Any
 
 from controllers import constants as c
 from controllers.common import cluster as common
+from controllers.common.objects import new_child
 from controllers.rayservice.cluster import cluster_spec_of
 from controllers.rayservice.services import ServeServiceError, serve_ports
+from kuberay_py.client.resources import SERVICES
 
 __all__ = [
     "GATEWAY_API_VERSION",
@@ -233,22 +235,20 @@ def build_cluster_serve_service(rayservice: dict[str, Any], cluster: dict[str, A
             "head container; otherwise, the Kubernetes service for Ray Serve will not be created."
         )
     service_type = (cluster_spec_of(rayservice).get("headGroupSpec") or {}).get("serviceType") or "ClusterIP"
-    return {
-        "apiVersion": "v1",
-        "kind": "Service",
-        "metadata": {
-            "name": cluster_serve_service_name(name),
-            "namespace": rayservice["metadata"]["namespace"],
-            "labels": {
-                c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: name,
-                c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRD_RAYSERVICE,
-                c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: f"{name}-serve",
-            },
-            "ownerReferences": [
-                common.controller_ref({**cluster, "apiVersion": "ray.io/v1", "kind": "RayCluster"})
-            ],
-        },
-        "spec": {
+    labels = {
+        c.RAY_ORIGINATED_FROM_CR_NAME_LABEL_KEY: name,
+        c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRD_RAYSERVICE,
+        c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: f"{name}-serve",
+    }
+    # In the RayService's namespace, owned by the cluster it serves (its Service goes with it).
+    owner = {**cluster, "apiVersion": "ray.io/v1", "kind": "RayCluster"}
+    owner["metadata"] = {**cluster["metadata"], "namespace": rayservice["metadata"]["namespace"]}
+    return new_child(
+        SERVICES,
+        cluster_serve_service_name(name),
+        owner,
+        labels=labels,
+        spec={
             "selector": {
                 c.RAY_CLUSTER_LABEL_KEY: name,
                 c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: c.SERVE_LABEL_TRUE,
@@ -256,4 +256,4 @@ def build_cluster_serve_service(rayservice: dict[str, Any], cluster: dict[str, A
             "ports": ports,
             "type": service_type,
         },
-    }
+    )

@@ -12,8 +12,10 @@ import pytest
 from controllers import constants as C
 from controllers.common.last_write import load, remember_write
 from controllers.common.memos import Memos
+from controllers.common.objects import controller_ref, new_child
 from controllers.common.scope import Deps, Ref
 from kuberay_py.client import Client
+from kuberay_py.client.resources import SERVICES
 from kuberay_py.clock import FakeClock
 from kuberay_py.controller import Request
 from kuberay_py.objects import Obj
@@ -72,3 +74,25 @@ def test_deps_are_frozen_and_ref_names_the_object() -> None:
         deps.clock = FakeClock()  # type: ignore[misc]
     ref = Ref.of(job("u1"))
     assert (ref.namespace, ref.name, ref.key) == ("ns", "j", "ns/j")
+
+
+def test_a_child_lives_in_its_owners_namespace_under_its_control() -> None:
+    owner = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayJob",
+        "metadata": {"name": "j", "namespace": "ns", "uid": "u"},
+    }
+    child = new_child(SERVICES, "j-head-svc", owner, labels={"a": "b"}, owner_kind="RayJob", spec={"x": 1})
+    assert child == {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "j-head-svc",
+            "namespace": "ns",
+            "labels": {"a": "b"},
+            "ownerReferences": [controller_ref(owner, "RayJob")],
+        },
+        "spec": {"x": 1},
+    }
+    free = new_child(SERVICES, "s", owner, labels={}, annotations={"k": "v"}, owned=False)
+    assert free["metadata"] == {"name": "s", "namespace": "ns", "labels": {}, "annotations": {"k": "v"}}
