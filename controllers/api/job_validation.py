@@ -20,7 +20,6 @@ from typing import Any
 
 import orjson
 import yaml
-from pydantic import ValidationError
 
 from controllers.api.cron_schedule import ScheduleError, parse_schedule
 from controllers.api.errors import FieldError
@@ -35,7 +34,7 @@ from controllers.api.rayjob import (
     RayJobSpec,
 )
 from controllers.api.spec_validation import is_autoscaling_enabled, validate_raycluster_spec
-from controllers.api.validation import errors_from_pydantic
+from controllers.api.validation import load_or_errors
 from controllers.common import ray_version
 
 __all__ = [
@@ -382,23 +381,13 @@ def validate_rayjob_spec(
     return check.errors
 
 
-def _load(model: type[RayJob] | type[RayCronJob], obj: Any) -> Any:
-    if not isinstance(obj, dict):
-        return obj
-    try:
-        return model.model_validate(obj)
-    except ValidationError as exc:
-        return errors_from_pydantic(exc)
-
-
 def validate_rayjob(
     obj: RayJob | dict[str, Any], *, deletion_gate: bool = True, gates: ClusterGates = ClusterGates()
 ) -> list[FieldError]:
     """All problems with a RayJob: metadata, then spec, then status (KubeRay's order)."""
-    job = _load(RayJob, obj)
+    job = load_or_errors(RayJob, obj)
     if isinstance(job, list):
         return job
-    assert isinstance(job, RayJob)
     return (
         validate_rayjob_metadata(job)
         + validate_rayjob_spec(job.spec, job.annotations, deletion_gate=deletion_gate, gates=gates)
@@ -407,10 +396,9 @@ def validate_rayjob(
 
 
 def validate_raycronjob(obj: RayCronJob | dict[str, Any], *, deletion_gate: bool = True) -> list[FieldError]:
-    cron = _load(RayCronJob, obj)
+    cron = load_or_errors(RayCronJob, obj)
     if isinstance(cron, list):
         return cron
-    assert isinstance(cron, RayCronJob)
     errs: list[FieldError] = []
     if len(cron.name) > MAX_RAYCRONJOB_NAME_LENGTH:
         msg = f"RayCronJob name should be no more than {MAX_RAYCRONJOB_NAME_LENGTH} characters"

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from controllers import constants as C
 from controllers.api.errors import Category, FieldError
@@ -34,6 +34,7 @@ __all__ = [
     "FieldError",
     "errors_from_pydantic",
     "is_incremental_upgrade",
+    "load_or_errors",
     "parse_initializing_timeout",
     "validate_raycluster",
     "validate_raycluster_metadata",
@@ -116,10 +117,10 @@ def validate_raycluster_status(status: RayClusterStatus | None) -> list[FieldErr
     return []
 
 
-_Object = TypeVar("_Object", RayCluster, RayService)
+_Object = TypeVar("_Object", bound=BaseModel)
 
 
-def _loaded(model: type[_Object], obj: _Object | dict[str, Any]) -> _Object | list[FieldError]:
+def load_or_errors(model: type[_Object], obj: _Object | dict[str, Any]) -> _Object | list[FieldError]:
     """The object as its model, or the type errors that kept a raw manifest from loading."""
     if not isinstance(obj, dict):
         return obj
@@ -133,7 +134,7 @@ def validate_raycluster(
     obj: RayCluster | dict[str, Any], *, gates: ClusterGates = ClusterGates()
 ) -> list[FieldError]:
     """All problems with a RayCluster (metadata, spec and status); ``gates``: the alpha feature gates."""
-    cluster = _loaded(RayCluster, obj)
+    cluster = load_or_errors(RayCluster, obj)
     if isinstance(cluster, list):
         return cluster
     errs = validate_raycluster_metadata(cluster)
@@ -311,7 +312,7 @@ def validate_rayservice(
 ) -> list[FieldError]:
     """All problems with a RayService (metadata and spec); ``incremental_upgrade`` is the
     RayServiceIncrementalUpgrade gate, ``gates`` the alpha gates of its ``rayClusterConfig``."""
-    service = _loaded(RayService, obj)
+    service = load_or_errors(RayService, obj)
     if isinstance(service, list):
         return service
     return validate_rayservice_metadata(service) + validate_rayservice_spec(

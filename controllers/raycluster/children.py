@@ -157,12 +157,9 @@ async def _ingress(ctx: ClusterContext) -> None:
     cluster = ctx.cluster
     desired = build_ingress(cluster)
     ns, name = ctx.ref.namespace, desired["metadata"]["name"]
-    marker = (f"Ingress@{cluster['metadata'].get('generation', 0)}", name)
-    known = ctx.memo.known
-    if marker in known:
+    marker, known = ctx.memo.generation_marker("Ingress", cluster, name), ctx.memo.known
+    if marker is None:
         return
-    for stale in [k for k in known if k[0].startswith("Ingress@")]:
-        known.discard(stale)
     try:
         current = await ctx.deps.client.get(INGRESSES, name, ns)
     except NotFound:

@@ -138,12 +138,9 @@ async def reconcile_gcs_storage(ctx: ClusterContext) -> None:
     if not common.gcs_ft_enabled(cluster) or not is_embedded(cluster):
         return
     ns, name = ctx.ref.namespace, gcs_storage_pvc_name(cluster)
-    marker = (f"PersistentVolumeClaim@{cluster['metadata'].get('generation', 0)}", name)
-    known = ctx.memo.known
-    if marker in known:
+    marker, known = ctx.memo.generation_marker("PersistentVolumeClaim", cluster, name), ctx.memo.known
+    if marker is None:
         return
-    for stale in [k for k in known if k[0].startswith("PersistentVolumeClaim@")]:
-        known.discard(stale)
     if _storage(cluster).get("claimName"):
         try:
             await ctx.deps.client.get(PERSISTENTVOLUMECLAIMS, name, ns)

@@ -32,6 +32,17 @@ class ClusterMemo:
     # Monotonic time a counter-only status change was first held back.
     deferred_since: float | None = None
 
+    def generation_marker(self, kind: str, cluster: Obj, name: str) -> tuple[str, str] | None:
+        """The ``known`` entry recording that ``kind``/``name`` was checked at the cluster's current
+        generation, or None when it already was. Entries of earlier generations are dropped: a
+        drift check runs once per generation; add the entry once the check has passed."""
+        marker = (f"{kind}@{cluster['metadata'].get('generation', 0)}", name)
+        if marker in self.known:
+            return None
+        for stale in [k for k in self.known if k[0].startswith(f"{kind}@")]:
+            self.known.discard(stale)
+        return marker
+
     def forget_children(self) -> None:
         self.known.clear()
         self.fresh_services.clear()
