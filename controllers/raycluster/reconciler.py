@@ -76,7 +76,6 @@ class RayClusterReconciler:
         return self.deps.cache.list(PODS, request.namespace, labels={C.RAY_CLUSTER_LABEL_KEY: request.name})
 
     async def reconcile(self, request: Request) -> Result:
-        key = f"{request.namespace}/{request.name}"
         loaded = load(self.deps.cache, C.RAYCLUSTERS, request, self.memory)
         if loaded is None:
             return Result()
@@ -136,7 +135,7 @@ class RayClusterReconciler:
         # that picture: writing it now would be followed by a second write (head podName,
         # HeadPodReady's reason) as soon as they show up. Their watch events requeue this
         # cluster, and that reconcile writes the status once, complete.
-        if defer is None and (error is not None or self.expectations.satisfied(key)):
+        if defer is None and (error is not None or self.expectations.satisfied(ctx.ref.key)):
             await write_status(ctx, new_status)
         if error is not None:
             raise error

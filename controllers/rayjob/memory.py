@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controllers.common.memos import Memos
+from controllers.rayjob.metrics import forget_job
 from kuberay_py.objects import Obj
 
 __all__ = ["JobMemo", "Memory"]
@@ -35,8 +36,10 @@ class Memory:
         self.memos: Memos[JobMemo] = Memos(JobMemo)
 
     def forget(self, key: str) -> None:
-        """The RayJob ``key`` is gone: drop everything remembered about it."""
+        """The RayJob ``key`` is gone: drop everything remembered about it, and its gauges."""
         self.memos.forget(key)
+        namespace, name = key.split("/", 1)
+        forget_job(namespace, name)
 
     def total_polls(self) -> int:
         return sum(m.polls for m in self.memos)

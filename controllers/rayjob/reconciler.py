@@ -28,7 +28,6 @@ from controllers.rayjob import cleanup, lifecycle, running, scheduling
 from controllers.rayjob.builders import RAYJOB_FINALIZER
 from controllers.rayjob.context import JobContext
 from controllers.rayjob.memory import Memory
-from controllers.rayjob.metrics import forget_job
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.shapes import JobDeploymentStatus, RayJobStatus
 from controllers.rayjob.status import apply_transition_rules, write_status
@@ -85,7 +84,6 @@ class RayJobReconciler:
     async def reconcile(self, request: Request) -> Result:
         loaded = load(self.deps.cache, C.RAYJOBS, request, self.memory)
         if loaded is None:
-            forget_job(request.namespace, request.name)
             return Result()
         job, memo = loaded
         ctx = JobContext(
