@@ -17,8 +17,10 @@ from typing import Protocol, TypeVar
 
 from controllers.common.cache import CacheReader
 from controllers.common.memos import Memos
+from controllers.common.objects import managed_here, spec_of
 from kuberay_py.client import Resource
 from kuberay_py.controller import Request
+from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
 
 __all__ = ["KeepsMemos", "ObjectMemo", "RemembersWrite", "latest", "load", "remember_write"]
@@ -39,6 +41,8 @@ class ObjectMemo(RemembersWrite, Protocol):
 
 M = TypeVar("M", bound=ObjectMemo)
 
+log = get_logger(__name__)
+
 
 class KeepsMemos(Protocol[M]):
     """A controller's ``Memory``: its per-object memos, and what it drops when an object goes."""
@@ -50,8 +54,9 @@ class KeepsMemos(Protocol[M]):
 
 
 def load(cache: CacheReader, res: Resource, request: Request, memory: KeepsMemos[M]) -> tuple[Obj, M] | None:
-    """The object a reconcile starts from and its memo; None when it left the cache, after
-    ``memory`` forgot it.
+    """The object a reconcile starts from and its memo; None when there is nothing to do: it left
+    the cache (``memory`` then forgets it), or ``spec.managedBy`` hands it to another controller
+    (e.g. MultiKueue), which every controller then leaves alone, status included.
 
     The object is the cached one, or our own newer write of it while the watch lags behind.
     """
@@ -61,7 +66,11 @@ def load(cache: CacheReader, res: Resource, request: Request, memory: KeepsMemos
         memory.forget(key)
         return None
     memo = memory.memos.get(key, str(cached["metadata"].get("uid") or ""))
-    return latest(memo, cached), memo
+    obj = latest(memo, cached)
+    if not managed_here(obj):
+        log.debug("managed by another controller", key=key, managed_by=spec_of(obj).get("managedBy"))
+        return None
+    return obj, memo
 
 
 def latest(memo: RemembersWrite, cached: Obj) -> Obj:

@@ -3,8 +3,8 @@
 Phases, in order (KubeRay's ``rayClusterReconcile``), each a function over one
 :class:`~controllers.raycluster.context.ClusterContext`:
 
-1. load -- the RayCluster from the cache; gone means :meth:`Memory.forget`.
-2. skip -- ``spec.managedBy`` names another controller (e.g. MultiKueue).
+1. load -- the RayCluster from the cache (the kit's ``load``); gone means :meth:`Memory.forget`.
+2. skip -- ``spec.managedBy`` names another controller (e.g. MultiKueue): ``load`` answers None.
 3. validate -- an invalid spec gets a Warning event and ``status.reason``; nothing is deleted and
    the key is not requeued (a spec change re-triggers it).
 4. finalize -- GCS-FT Redis cleanup on deletion (:mod:`.deletion`), or add the finalizer.
@@ -29,7 +29,6 @@ from controllers.api.validation import validate_raycluster
 from controllers.batchscheduler import SchedulerError
 from controllers.common import cluster as common
 from controllers.common.last_write import load, remember_write
-from controllers.common.objects import managed_here
 from controllers.common.scope import Deps
 from controllers.raycluster.children import reconcile_children, service
 from controllers.raycluster.context import ClusterContext
@@ -80,9 +79,6 @@ class RayClusterReconciler:
         if loaded is None:
             return Result()
         cluster, memo = loaded
-        if not managed_here(cluster):
-            log.debug("managed by another controller", managed_by=common.spec(cluster).get("managedBy"))
-            return Result()
         ctx = ClusterContext(self.deps, self.expectations, memo, cluster, self._cached_pods(request))
         options = self.deps.options
         errors = validate_raycluster(cluster, gates=options.gates)

@@ -21,7 +21,6 @@ from controllers import constants as C
 from controllers.api.job_validation import validate_rayjob
 from controllers.common.invalid import invalid_report
 from controllers.common.last_write import load, remember_write
-from controllers.common.objects import managed_here
 from controllers.common.scope import Deps
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.rayjob import cleanup, lifecycle, running, scheduling
@@ -89,8 +88,6 @@ class RayJobReconciler:
         ctx = JobContext(
             self.deps, self.dashboards, memo, job, cast(RayJobStatus, dict(job.get("status") or {}))
         )
-        if not managed_here(job):
-            return Result()
         if job["metadata"].get("deletionTimestamp"):
             await cleanup.finalize(ctx)
             return Result(requeue=True) if ctx.requeue.now else Result()

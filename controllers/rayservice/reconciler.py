@@ -28,7 +28,6 @@ from typing import cast
 
 from controllers import constants as c
 from controllers.common.last_write import load
-from controllers.common.objects import managed_here
 from controllers.common.scope import Deps
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import HeadProxyHealthChecker
@@ -109,8 +108,6 @@ class RayServiceReconciler:
         if loaded is None:
             return Result()
         svc, memo = loaded
-        if not managed_here(svc):
-            return Result()
         ctx = self.context(svc, memo)
         if svc["metadata"].get("deletionTimestamp"):
             await finalize(ctx)

@@ -68,6 +68,14 @@ def test_load_reads_our_write_while_the_cache_lags_and_forgets_a_gone_object() -
     assert memory.forgotten == ["ns/j"] and len(memory.memos) == 0
 
 
+def test_load_leaves_an_object_another_controller_manages_alone() -> None:
+    cache, memory, request = FakeCache(), Memory(), Request("ns", "j")
+    cache.put(C.RAYJOBS, job("u1") | {"spec": {"managedBy": "kueue.x-k8s.io/multikueue"}})
+    assert load(cache, C.RAYJOBS, request, memory) is None and memory.forgotten == []
+    cache.put(C.RAYJOBS, job("u1") | {"spec": {"managedBy": C.MANAGED_BY_KUBERAY}})
+    assert load(cache, C.RAYJOBS, request, memory) is not None
+
+
 def test_deps_are_frozen_and_ref_names_the_object() -> None:
     deps = Deps(cast(Client, RecordingClient()), FakeCache(), Events(), FakeClock(), options=None)
     with pytest.raises(dataclasses.FrozenInstanceError):
