@@ -1,9 +1,10 @@
 """What a KubeRay v1.7.0 command line asks for that kuberay-py does differently, said once at start.
 
-A Deployment written for KubeRay may ask for things kuberay-py does differently (today: a gate
-whose behaviour is always on here, switched off). KubeRay would honour them; exiting would make
-the swap fail on a flag that changes nothing for most clusters, and silence would hide it. So each
-one is one log line at start and the operator goes on. Only what KubeRay itself rejects is an error
+A Deployment written for KubeRay may ask for things kuberay-py does differently (a gate whose
+feature kuberay-py lacks, switched on; today there is none, as every v1.7.0 gate is honoured both
+ways). KubeRay would honour them; exiting would make the swap fail on a flag that changes nothing
+for most clusters, and silence would hide it. So each one is one log line at start and the
+operator goes on. Only what KubeRay itself rejects is an error
 here (:func:`config_error`), with exit code 2.
 """
 
@@ -17,11 +18,6 @@ __all__ = ["config_error", "startup_notes"]
 
 # Gates whose feature kuberay-py lacks (off by default in KubeRay v1.7.0).
 _MISSING_FEATURES: dict[str, str] = {}
-# Gates whose behaviour kuberay-py always has (on by default in KubeRay v1.7.0).
-_ALWAYS_ON = {
-    "RayClusterStatusConditions": "RayCluster status conditions are always written",
-    "RayMultiHostIndexing": "worker Pods always carry the multi-host indexing labels",
-}
 
 
 def config_error(flags: OperatorFlags) -> str | None:
@@ -60,9 +56,6 @@ def startup_notes(flags: OperatorFlags) -> list[tuple[str, str, dict[str, Any]]]
             notes.append(
                 ("warning", "operator.feature_not_implemented", {"feature_gate": gate, "feature": what})
             )
-    for gate, what in _ALWAYS_ON.items():
-        if not flags.feature_gates.get(gate, True):
-            notes.append(("warning", "operator.feature_gate_ignored", {"feature_gate": gate, "reason": what}))
     if flags.forced_cluster_upgrade:
         notes.append(
             ("info", "operator.deprecated_flag", {"flag": "forced-cluster-upgrade", "effect": "none"})

@@ -26,7 +26,6 @@ from .goflag import FlagError, FlagSet, HelpRequested, parse_go_bool, parse_go_f
 
 __all__ = [
     "FEATURE_GATES",
-    "IMPLEMENTED_GATES",
     "OperatorFlags",
     "build_parser",
     "build_run_flagset",
@@ -105,12 +104,6 @@ FEATURE_GATES: dict[str, bool] = {
     "KubernetesWAS": False,
 }
 
-# The gates whose on/off kuberay-py honours; run.py logs one line for any other gate set away
-# from what kuberay-py does (a feature it lacks switched on, always-on behaviour switched off).
-IMPLEMENTED_GATES = frozenset(FEATURE_GATES) - {
-    "RayClusterStatusConditions",
-    "RayMultiHostIndexing",
-}
 
 
 def parse_feature_gates(value: str) -> dict[str, bool]:

@@ -423,7 +423,8 @@ def build_worker_pod(
     )
     labels = pod["metadata"]["labels"]
     # Multi-host indexing (KubeRay's RayMultiHostIndexing gate, on by default): every worker gets
-    # its replica's index; multi-host replicas also their replica name and host index.
+    # its replica's index; multi-host replicas also their replica name and host index. With the
+    # gate off the caller passes none of them, and the Pod carries none of these labels.
     if replica_index is not None:
         labels[C.RAY_WORKER_REPLICA_INDEX_LABEL_KEY] = str(replica_index)
     if replica_name is not None:

@@ -72,7 +72,12 @@ async def reconcile_pods(ctx: ClusterContext) -> None:
         )
         return
     spec = common.spec(ctx.cluster)
-    if is_condition_true((ctx.cluster.get("status") or {}).get("conditions"), C.COND_RAYCLUSTER_SUSPENDING):
+    conditions_gate = ctx.deps.options.gates.status_conditions
+    suspending = is_condition_true(
+        (ctx.cluster.get("status") or {}).get("conditions"), C.COND_RAYCLUSTER_SUSPENDING
+    )
+    if suspending or (spec.get("suspend") and not conditions_gate):
+        # Gate off (KubeRay's path before RayClusterStatusConditions): Pods go at once.
         await delete_all_pods(ctx, f"{C.RAY_CLUSTER_LABEL_KEY}={ctx.ref.name}")
         return
     if spec.get("suspend"):
@@ -167,10 +172,16 @@ async def _reconcile_head(ctx: ClusterContext, heads: list[Obj]) -> None:
 
 async def _reconcile_group(ctx: ClusterContext, group: Obj, pods: list[Obj]) -> None:
     cluster, options = ctx.cluster, ctx.deps.options
-    plan = plan_group(cluster, group, pods, random_delete=options.enable_random_pod_delete)
+    indexing = options.gates.multi_host_indexing
+    plan = plan_group(
+        cluster, group, pods, random_delete=options.enable_random_pod_delete, multi_host_indexing=indexing
+    )
     for pod in plan.delete:
         await _delete(ctx, pod, head=False, why=plan.delete_reasons.get(pod["metadata"]["name"], ""))
     if plan.create_replicas <= 0:
+        return
+    if not indexing:  # RayMultiHostIndexing off: every Pod alone, no index labels, as KubeRay
+        await _slow_start(ctx, plan.create_replicas, lambda: build_worker_pod(cluster, group, options))
         return
     hosts = common.num_of_hosts(group)
     group_name = str(group.get("groupName", ""))

@@ -124,6 +124,7 @@ class RayClusterReconciler:
             now=format_rfc3339(self.deps.clock.utcnow()),
             replica_failure=(failure.reason, failure.message) if failure else None,
             reconcile_failed=error is not None,
+            with_conditions=options.gates.status_conditions,
         )
         suspending_now = became_suspending(ctx.cluster, new_status)
         defer = coalesce_delay(ctx, new_status, urgent=error is not None)

@@ -7,7 +7,7 @@ Kept apart from the reconciler so the rules are testable without an API server:
 * ``workersToDelete`` is always honoured, but only for Pods the cache still shows alive, so an
   uncleared list costs no requests.
 * With autoscaling on, surplus Pods are not deleted at random (the autoscaler chooses).
-* Multi-host replica groups live and die together.
+* Multi-host replica groups live and die together (with KubeRay's RayMultiHostIndexing gate on).
 """
 
 from __future__ import annotations
@@ -49,10 +49,12 @@ class GroupPlan:
     surplus_kept: int = 0  # Pods above desired left alone because the autoscaler owns scale-down
 
 
-def _replica_groups(pods: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def _replica_groups(pods: list[dict[str, Any]], by_replica: bool) -> dict[str, list[dict[str, Any]]]:
     groups: dict[str, list[dict[str, Any]]] = {}
     for pod in pods:
-        key = _labels(pod).get(C.RAY_WORKER_REPLICA_NAME_LABEL_KEY) or pod["metadata"]["name"]
+        key = (by_replica and _labels(pod).get(C.RAY_WORKER_REPLICA_NAME_LABEL_KEY)) or pod["metadata"][
+            "name"
+        ]
         groups.setdefault(key, []).append(pod)
     return groups
 
@@ -63,8 +65,14 @@ def plan_group(
     pods: list[dict[str, Any]],
     *,
     random_delete: bool,
+    multi_host_indexing: bool = True,
 ) -> GroupPlan:
-    """Plan one group from its live (not terminating) Pods."""
+    """Plan one group from its live (not terminating) Pods.
+
+    ``multi_host_indexing=False`` is KubeRay's RayMultiHostIndexing gate off: a multi-host group
+    is planned Pod by Pod (``replicas * numOfHosts`` Pods, each deleted and created alone), and
+    ``create_replicas`` counts Pods.
+    """
     plan = GroupPlan()
     hosts = common.num_of_hosts(group)
     suspended = bool(group.get("suspend"))
@@ -72,8 +80,10 @@ def plan_group(
     if suspended:
         plan.delete = list(pods)
         return plan
+    if not multi_host_indexing:
+        desired, hosts = desired * hosts, 1
     to_delete: dict[str, dict[str, Any]] = {}
-    replicas = _replica_groups(pods)
+    replicas = _replica_groups(pods, multi_host_indexing)
     # 1. Terminal Pods (and, for multi-host, their whole replica group).
     unhealthy = False
     for key, members in replicas.items():

@@ -142,66 +142,24 @@ def _endpoints(service: dict[str, Any] | None) -> dict[str, str]:
     return out
 
 
-def compute_status(
-    cluster: dict[str, Any],
+def _set_conditions(
+    conditions: list[Condition],
+    spec: dict[str, Any],
     pods: list[dict[str, Any]],
-    head_service: dict[str, Any] | None,
+    head: dict[str, Any] | None,
     *,
+    all_ready: bool,
+    replica_failure: tuple[str, str] | None,
     now: str,
-    replica_failure: tuple[str, str] | None = None,
-    reconcile_failed: bool = False,
-    invalid_reason: str | None = None,
-) -> dict[str, Any]:
-    """The status this round observed. ``pods`` are the cluster's head and worker Pods."""
-    old = cluster.get("status") or {}
-    status = copy.deepcopy(old)
-    spec = common.spec(cluster)
-    conditions: list[Condition] = status.setdefault("conditions", [])
-    status["observedGeneration"] = cluster["metadata"].get("generation", 0)
-
-    if invalid_reason is not None:
-        status["reason"] = invalid_reason
-        if not conditions:
-            del status["conditions"]
-        return status
-
-    heads = [
-        p
-        for p in pods
-        if (p["metadata"].get("labels") or {}).get(C.RAY_NODE_TYPE_LABEL_KEY) == C.NODE_TYPE_HEAD
-    ]
-    workers = [
-        p
-        for p in pods
-        if (p["metadata"].get("labels") or {}).get(C.RAY_NODE_TYPE_LABEL_KEY) == C.NODE_TYPE_WORKER
-    ]
-    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
-    head = heads[0] if len(heads) == 1 else None
-
-    groups = spec.get("workerGroupSpecs") or []
-    active = [g for g in groups if not g.get("suspend") and not spec.get("suspend")]
-    status["desiredWorkerReplicas"] = sum(common.desired_replicas(g) * common.num_of_hosts(g) for g in active)
-    status["minWorkerReplicas"] = sum(int(g.get("minReplicas") or 0) * common.num_of_hosts(g) for g in active)
-    status["maxWorkerReplicas"] = sum(
-        int(g.get("maxReplicas") if g.get("maxReplicas") is not None else 2147483647) * common.num_of_hosts(g)
-        for g in active
-    )
-    status["maxWorkerReplicas"] = min(status["maxWorkerReplicas"], 2147483647)
-    status["readyWorkerReplicas"] = sum(1 for p in workers if is_running_and_ready(p))
-    status["availableWorkerReplicas"] = sum(
-        1 for p in workers if (p.get("status") or {}).get("phase") == "Running"
-    )
-    status.update(_desired_resources(cluster))
-
+) -> None:
+    """ReplicaFailure, HeadPodReady, RayClusterProvisioned and the suspend pair (the
+    RayClusterStatusConditions gate on)."""
     if replica_failure is not None:
         set_condition(conditions, C.COND_REPLICA_FAILURE, "True", *replica_failure, now=now)
     else:
         remove_condition(conditions, C.COND_REPLICA_FAILURE)
     set_condition(conditions, C.COND_HEAD_POD_READY, *_head_ready_condition(head), now=now)
 
-    all_ready = len(live) == status["desiredWorkerReplicas"] + 1 and all(
-        is_running_and_ready(p) for p in live
-    )
     provisioned = find_condition(conditions, C.COND_RAYCLUSTER_PROVISIONED)
     if provisioned is None or provisioned.get("status") != "True":
         if all_ready:
@@ -261,10 +219,79 @@ def compute_status(
             now=now,
         )
 
+
+def compute_status(
+    cluster: dict[str, Any],
+    pods: list[dict[str, Any]],
+    head_service: dict[str, Any] | None,
+    *,
+    now: str,
+    replica_failure: tuple[str, str] | None = None,
+    reconcile_failed: bool = False,
+    invalid_reason: str | None = None,
+    with_conditions: bool = True,
+) -> dict[str, Any]:
+    """The status this round observed. ``pods`` are the cluster's head and worker Pods.
+
+    ``with_conditions=False`` is KubeRay's RayClusterStatusConditions gate off: no condition is
+    set or removed (those an earlier status has stay as they are), and ``suspended`` means
+    ``spec.suspend`` with no Pod left, as before the gate.
+    """
+    old = cluster.get("status") or {}
+    status = copy.deepcopy(old)
+    spec = common.spec(cluster)
+    conditions: list[Condition] = status.setdefault("conditions", [])
+    status["observedGeneration"] = cluster["metadata"].get("generation", 0)
+
+    if invalid_reason is not None:
+        status["reason"] = invalid_reason
+        if not conditions:
+            del status["conditions"]
+        return status
+
+    heads = [
+        p
+        for p in pods
+        if (p["metadata"].get("labels") or {}).get(C.RAY_NODE_TYPE_LABEL_KEY) == C.NODE_TYPE_HEAD
+    ]
+    workers = [
+        p
+        for p in pods
+        if (p["metadata"].get("labels") or {}).get(C.RAY_NODE_TYPE_LABEL_KEY) == C.NODE_TYPE_WORKER
+    ]
+    live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+    head = heads[0] if len(heads) == 1 else None
+
+    groups = spec.get("workerGroupSpecs") or []
+    active = [g for g in groups if not g.get("suspend") and not spec.get("suspend")]
+    status["desiredWorkerReplicas"] = sum(common.desired_replicas(g) * common.num_of_hosts(g) for g in active)
+    status["minWorkerReplicas"] = sum(int(g.get("minReplicas") or 0) * common.num_of_hosts(g) for g in active)
+    status["maxWorkerReplicas"] = sum(
+        int(g.get("maxReplicas") if g.get("maxReplicas") is not None else 2147483647) * common.num_of_hosts(g)
+        for g in active
+    )
+    status["maxWorkerReplicas"] = min(status["maxWorkerReplicas"], 2147483647)
+    status["readyWorkerReplicas"] = sum(1 for p in workers if is_running_and_ready(p))
+    status["availableWorkerReplicas"] = sum(
+        1 for p in workers if (p.get("status") or {}).get("phase") == "Running"
+    )
+    status.update(_desired_resources(cluster))
+
+    all_ready = len(live) == status["desiredWorkerReplicas"] + 1 and all(
+        is_running_and_ready(p) for p in live
+    )
+    if with_conditions:
+        _set_conditions(
+            conditions, spec, pods, head, all_ready=all_ready, replica_failure=replica_failure, now=now
+        )
     if not reconcile_failed and all_ready and not spec.get("suspend"):
         status["state"] = C.STATE_READY
         status.pop("reason", None)
-    if is_condition_true(conditions, C.COND_RAYCLUSTER_SUSPENDED):
+    if (
+        is_condition_true(conditions, C.COND_RAYCLUSTER_SUSPENDED)
+        if with_conditions
+        else spec.get("suspend") and not pods
+    ):
         status["state"] = C.STATE_SUSPENDED
     if status.get("reason") and not reconcile_failed and invalid_reason is None:
         # A previous validation problem is fixed: drop its reason.
@@ -291,6 +318,8 @@ def compute_status(
     for key in _OMITTED_WHEN_ZERO:
         if status.get(key) == 0:
             del status[key]
+    if not conditions:
+        del status["conditions"]  # omitempty
     return status
 
 

@@ -20,6 +20,7 @@ from typing import Any, cast
 
 from controllers import constants as c
 from controllers.api.rayservice import ClusterUpgradeOptions
+from controllers.common.conditions import is_condition_true
 from controllers.common.events import create_once, delete_once, write_with_events
 from controllers.common.heads import head_pod
 from controllers.common.names import generate_name
@@ -84,6 +85,15 @@ def is_incremental(ctx: ServiceContext) -> bool:
     """KubeRay's IsIncrementalUpgradeEnabled: the gate is on and the type is exactly incremental."""
     strategy = (ctx.svc.get("spec") or {}).get("upgradeStrategy") or {}
     return ctx.deps.options.incremental_upgrade and strategy.get("type") == UPGRADE_INCREMENTAL
+
+
+def _pending_head_ready(ctx: ServiceContext, pending: Obj) -> bool:
+    """The pending head's readiness, for a rollback. KubeRay reads the cluster's HeadPodReady
+    condition, which its RayClusterStatusConditions gate off never writes: there a rollback never
+    waits on the pending head, and neither does it here. Gate on, the Pod itself (fresher)."""
+    if not ctx.deps.options.cluster_gates.status_conditions:
+        return is_condition_true((pending.get("status") or {}).get("conditions"), c.COND_HEAD_POD_READY)
+    return is_running_and_ready(head_pod(ctx.deps.cache, ctx.ref.namespace, pending["metadata"]["name"]))
 
 
 def _conditions(ctx: ServiceContext) -> list[dict[str, Any]]:
@@ -276,8 +286,7 @@ async def reconcile_incremental(ctx: ServiceContext, active: Obj | None, pending
         active, pending, a, b = pending, None, b, None
     completed_rollback = False
     if rollback and pending is not None and active is not None:
-        pending_head = head_pod(ctx.deps.cache, ctx.ref.namespace, pending["metadata"]["name"])
-        if rollback_complete(progress, pending_healthy=is_running_and_ready(pending_head)):
+        if rollback_complete(progress, pending_healthy=_pending_head_ready(ctx, pending)):
             status["pendingServiceStatus"] = {}
             _drop(ctx, c.COND_ROLLBACK_IN_PROGRESS)
             pending, b, rollback, completed_rollback = None, None, False, True

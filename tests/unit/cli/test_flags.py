@@ -206,3 +206,28 @@ def test_the_network_policy_gate_starts_its_controller(argv: list[str], on: bool
     flags = operator_flags(parse_args(argv))
     manager = build_manager(ClientConfig(host="http://127.0.0.1:1"), flags, leader_election=False)
     assert ("networkpolicy" in manager.controllers) is on
+
+
+@pytest.mark.parametrize(
+    ("argv", "conditions", "indexing"),
+    [
+        ([], True, True),
+        (["--feature-gates=RayClusterStatusConditions=false"], False, True),
+        (["--feature-gates=RayMultiHostIndexing=false"], True, False),
+    ],
+)
+def test_the_beta_raycluster_gates_reach_the_controllers(
+    argv: list[str], conditions: bool, indexing: bool
+) -> None:
+    """On by default as in KubeRay v1.7.0; switched off, the RayCluster reconciler and the
+    RayService/RayJob controllers (which read RayCluster conditions) all see it off."""
+    from controllers.cli.operator import build_manager
+    from kuberay_py.client import ClientConfig
+
+    flags = operator_flags(parse_args(argv))
+    manager = build_manager(ClientConfig(host="http://127.0.0.1:1"), flags, leader_election=False)
+    gates = manager.controllers["raycluster-controller"].reconciler.deps.options.gates
+    assert (gates.status_conditions, gates.multi_host_indexing) == (conditions, indexing)
+    for name in ("rayservice", "rayjob-controller"):
+        others = manager.controllers[name].reconciler.deps.options.cluster_gates
+        assert (others.status_conditions, others.multi_host_indexing) == (conditions, indexing)
