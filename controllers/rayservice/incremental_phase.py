@@ -63,6 +63,7 @@ __all__ = [
     "create_pending_cluster",
     "delete_gateway_objects",
     "is_incremental",
+    "pending_head_ready",
     "reconcile_incremental",
 ]
 
@@ -87,7 +88,7 @@ def is_incremental(ctx: ServiceContext) -> bool:
     return ctx.deps.options.incremental_upgrade and strategy.get("type") == UPGRADE_INCREMENTAL
 
 
-def _pending_head_ready(ctx: ServiceContext, pending: Obj) -> bool:
+def pending_head_ready(ctx: ServiceContext, pending: Obj) -> bool:
     """The pending head's readiness, for a rollback. KubeRay reads the cluster's HeadPodReady
     condition, which its RayClusterStatusConditions gate off never writes: there a rollback never
     waits on the pending head, and neither does it here. Gate on, the Pod itself (fresher)."""
@@ -286,7 +287,7 @@ async def reconcile_incremental(ctx: ServiceContext, active: Obj | None, pending
         active, pending, a, b = pending, None, b, None
     completed_rollback = False
     if rollback and pending is not None and active is not None:
-        if rollback_complete(progress, pending_healthy=_pending_head_ready(ctx, pending)):
+        if rollback_complete(progress, pending_healthy=pending_head_ready(ctx, pending)):
             status["pendingServiceStatus"] = {}
             _drop(ctx, c.COND_ROLLBACK_IN_PROGRESS)
             pending, b, rollback, completed_rollback = None, None, False, True
