@@ -69,24 +69,15 @@ def test_gate_off_a_replica_failure_is_no_condition_and_old_conditions_are_left_
     cluster, live = ready_cluster()
     kept = {"type": C.COND_HEAD_POD_READY, "status": "True", "reason": "x", "message": ""}
     cluster["status"] = {"conditions": [kept]}
-    off = compute_status(
-        cluster,
-        live,
-        None,
-        now=NOW,
-        replica_failure=("FailedCreateWorkerPod", "quota"),
-        reconcile_failed=True,
-        with_conditions=False,
-    )
-    assert off["conditions"] == [kept]
-    on = compute_status(
-        cluster,
-        live,
-        None,
-        now=NOW,
-        replica_failure=("FailedCreateWorkerPod", "quota"),
-        reconcile_failed=True,
-    )
+
+    def failed(gate: bool) -> dict[str, Any]:
+        failure = ("FailedCreateWorkerPod", "quota")
+        return compute_status(
+            cluster, live, None, now=NOW, replica_failure=failure, reconcile_failed=True, with_conditions=gate
+        )
+
+    assert failed(False)["conditions"] == [kept]
+    on = failed(True)
     assert any(c["type"] == C.COND_REPLICA_FAILURE for c in on["conditions"])
 
 
