@@ -90,6 +90,16 @@ def rayjob(name: str, entrypoint: str = "sleep 1", **spec: Any) -> dict[str, Any
     return doc
 
 
+def job_table(runtime: RayPodRuntime, namespace: str, cluster: str) -> JobTable:
+    """The job table of the latest fake Ray cluster ``namespace/cluster``, running or already
+    shut down: a finished RayJob may delete its cluster (``shutdownAfterJobFinishes``, deletion
+    rules) before a test reads how many submissions it got."""
+    for sim in reversed(runtime.history):
+        if (sim.namespace, sim.name) == (namespace, cluster):
+            return sim.jobs
+    raise KeyError(f"no fake Ray cluster {namespace}/{cluster} was ever started")
+
+
 @dataclass
 class JobScenario:
     env: Environment
@@ -135,7 +145,7 @@ class JobScenario:
         await eventually(absent, f"{res.kind} {name} deleted", timeout)
 
     def jobs_of(self, cluster: str) -> JobTable:
-        return self.runtime.cluster(self.namespace, cluster).jobs
+        return job_table(self.runtime, self.namespace, cluster)
 
     async def clusters(self) -> list[str]:
         items = (await self.client.list(RAYCLUSTERS, self.namespace))["items"]

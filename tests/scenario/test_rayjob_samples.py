@@ -23,7 +23,7 @@ from controllers.raysim import RayPodRuntime
 from kuberay_py.client import AlreadyExists, resources
 from kuberay_py.envtest import Environment
 from tests.polling import eventually
-from tests.rayjob_harness import SAMPLES, JobOperator, job_environment
+from tests.rayjob_harness import SAMPLES, JobOperator, job_environment, job_table
 
 NOT_OFFLINE = {
     # Its instant entrypoint ends the sidecar before the head's first readiness probe passes, so
@@ -96,7 +96,7 @@ async def test_every_offline_sample_reaches_a_terminal_state(
                 assert job["status"]["jobStatus"] == "SUCCEEDED", job["metadata"]["name"]
         # The light-weight submitter's Pod ran the /submitter binary: one submission, its logs.
         light = await client.get(RAYJOBS, "light-weight-submitter", ns)
-        assert runtime.cluster(ns, light["status"]["rayClusterName"]).jobs.submissions == 1
+        assert job_table(runtime, ns, light["status"]["rayClusterName"]).submissions == 1
     finally:
         await env.delete_namespace(ns)
         await client.close()
