@@ -38,6 +38,7 @@ from kuberay_py.client import Client, ClientConfig
 from kuberay_py.clock import Clock, RealClock
 from kuberay_py.controller import Builder, Controller
 from kuberay_py.log import get_logger
+from kuberay_py.manager.cache_sync import cache_sync_timeout
 from kuberay_py.manager.events import EventBroadcaster, EventRecorder
 from kuberay_py.manager.healthz import Checker, HealthChecks, ping
 from kuberay_py.manager.leaderelection import MASTER_STATUS, LeaderElector
@@ -312,10 +313,7 @@ class Manager:
             self._caches.start()
             synced = await self.cache.wait_for_cache_sync(timeout=self.options.cache_sync_timeout)
             if not synced:
-                raise TimeoutError(
-                    f"caches did not sync within {self.options.cache_sync_timeout}s; check the API "
-                    "server's reachability and the operator's RBAC for list/watch"
-                )
+                raise cache_sync_timeout(self.cache, self.options.cache_sync_timeout)
             self._synced = True
             log.info("caches synced")
             self._event_writer.add("event-writer", self.events.run)
