@@ -20,7 +20,6 @@ from pathlib import Path
 
 from controllers.raycluster.mtls_pki import CERTIFICATES
 from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.setup import cache_selectors, cache_transforms
 from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.rayjob.options import RayJobOptions
 from controllers.rayjob.setup import setup as setup_rayjob
@@ -28,7 +27,8 @@ from kuberay_py.client import Client
 from kuberay_py.client.resources import SECRETS
 from kuberay_py.clock import Clock
 from kuberay_py.envtest import Environment, uses_real_apiserver
-from kuberay_py.manager import Manager, ManagerOptions
+from kuberay_py.manager import Manager
+from tests.in_loop_manager import in_loop_manager, running_in_loop
 
 ROOT = Path(__file__).resolve().parents[1]
 KUBERAY_CRDS = ROOT / "config" / "crd" / "bases"
@@ -84,27 +84,12 @@ async def operator(
 ) -> AsyncIterator[Running]:
     """The RayCluster controller (and the RayJob one when ``rayjob`` is given), watching only
     ``namespaces``, until the block ends; then stopped, and its error (if it failed) raised."""
-    manager = Manager(
-        env.client_config,
-        ManagerOptions(
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            namespaces=namespaces,
-            cache_selectors=cache_selectors(),
-            cache_transforms=cache_transforms(),
-            graceful_shutdown_timeout=5.0,
-        ),
-        clock=clock,
-    )
+    manager = in_loop_manager(env.client_config, clock=clock, namespaces=namespaces)
     setup_raycluster(manager, max_concurrent_reconciles=2, options=options or RayClusterOptions.from_env({}))
     if rayjob is not None:
         setup_rayjob(manager, options=rayjob)
-    task = asyncio.create_task(manager.run(install_signal_handlers=False))
-    try:
+    async with running_in_loop(manager) as task:
         yield Running(manager, task)
-    finally:
-        manager.stop()
-        await asyncio.wait_for(task, 30)
 
 
 def with_options(**changes: object) -> RayClusterOptions:

@@ -8,13 +8,15 @@ a test's teardown stays bounded.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import AsyncIterator
 
 from controllers.raycluster.setup import cache_selectors, cache_transforms
 from kuberay_py.client import ClientConfig
 from kuberay_py.clock import Clock
 from kuberay_py.manager import Manager, ManagerOptions
 
-__all__ = ["in_loop_manager", "stop_in_loop"]
+__all__ = ["in_loop_manager", "running_in_loop", "start_in_loop", "stop_in_loop"]
 
 GRACEFUL_SHUTDOWN = 5.0
 STOP_BOUND = 15.0  # past the graceful shutdown: a stop that hangs is cancelled, not waited on
@@ -35,13 +37,34 @@ def in_loop_manager(
     return Manager(config, options, clock=clock)
 
 
-async def stop_in_loop(manager: Manager, run: asyncio.Task[None]) -> None:
+def start_in_loop(manager: Manager) -> asyncio.Task[None]:
+    """``manager.run()`` as a task of this loop, without signal handlers (the test process's own)."""
+    return asyncio.create_task(manager.run(install_signal_handlers=False))
+
+
+async def stop_in_loop(manager: Manager, run: asyncio.Task[None], *, check: bool = False) -> None:
     """Stop ``manager`` (whose ``run()`` is the task ``run``) gracefully; cancel it if it does not
-    finish within its grace period."""
+    finish within its grace period. ``check``: raise the error the manager failed with (or the
+    hung stop), for tests that assert how an operator fails; else a teardown only cleans up."""
     if run.done():
+        if check:
+            run.result()
         return
     manager.stop()
     try:
         await asyncio.wait_for(run, STOP_BOUND)
     except Exception:
         run.cancel()
+        if check:
+            raise
+
+
+@contextlib.asynccontextmanager
+async def running_in_loop(manager: Manager, *, check: bool = True) -> AsyncIterator[asyncio.Task[None]]:
+    """``manager`` running for the block (the task of its ``run()``); stopped after it, raising
+    the error it failed with unless ``check`` is off (see :func:`stop_in_loop`)."""
+    run = start_in_loop(manager)
+    try:
+        yield run
+    finally:
+        await stop_in_loop(manager, run, check=check)

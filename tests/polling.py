@@ -14,7 +14,7 @@ from typing import Any
 
 from kuberay_py.client import NotFound
 
-__all__ = ["condition", "eventually", "poll"]
+__all__ = ["condition", "consistently", "eventually", "poll"]
 
 STEP = 0.05  # between two looks; only the deadline means anything
 
@@ -48,6 +48,21 @@ async def eventually(
             return last
         if loop.time() > deadline:
             raise AssertionError(f"timed out waiting for {what}; last value: {last!r}")
+        await asyncio.sleep(STEP)
+
+
+async def consistently(fn: Callable[[], Any], what: str, duration: float = 1.0) -> None:
+    """Fail as soon as ``fn`` (a coroutine function or a plain predicate) is falsy within
+    ``duration`` (like Gomega's Consistently): state the operator must leave alone for a while,
+    e.g. no extra Pods after a scale-up settled."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + duration
+    while loop.time() < deadline:
+        value = fn()
+        if inspect.isawaitable(value):
+            value = await value
+        if not value:
+            raise AssertionError(f"{what} stopped holding (got {value!r})")
         await asyncio.sleep(STEP)
 
 

@@ -31,7 +31,7 @@ from kuberay_py.client.resources import SECRETS, SERVICES
 from kuberay_py.clock import Clock
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager
-from tests.in_loop_manager import in_loop_manager, stop_in_loop
+from tests.in_loop_manager import in_loop_manager, start_in_loop, stop_in_loop
 from tests.polling import eventually
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -66,7 +66,7 @@ def start_job_operator(
     reconciler = setup_rayjob(
         mgr, dashboard_factory=dashboards or DashboardClientFactory(), options=options, clock=clock
     )
-    return JobOperator(mgr, reconciler, asyncio.create_task(mgr.run(install_signal_handlers=False)))
+    return JobOperator(mgr, reconciler, start_in_loop(mgr))
 
 
 def rayjob(name: str, entrypoint: str = "sleep 1", **spec: Any) -> dict[str, Any]:

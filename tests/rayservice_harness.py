@@ -31,7 +31,7 @@ from kuberay_py.client.config import ClientConfig
 from kuberay_py.client.resources import ENDPOINTSLICES, EVENTS, PODS
 from kuberay_py.clock import Clock
 from kuberay_py.manager.manager import Manager
-from tests.in_loop_manager import in_loop_manager, stop_in_loop
+from tests.in_loop_manager import in_loop_manager, start_in_loop, stop_in_loop
 from tests.live import Edit, update_live
 from tests.polling import condition, eventually
 
@@ -119,7 +119,7 @@ def start_operator(
         head_check_period=head_check_period,
         options=RayServiceOptions(serve_poll_interval=serve_poll_interval, env=env or {}),
     )
-    return Operator(mgr, rs, asyncio.create_task(mgr.run(install_signal_handlers=False)))
+    return Operator(mgr, rs, start_in_loop(mgr))
 
 
 async def stop_operator(op: Operator) -> None:

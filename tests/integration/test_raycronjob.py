@@ -4,8 +4,6 @@ suspend, invalid specs, and the feature gate (off by default, as in KubeRay)."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,12 +15,11 @@ import pytest_asyncio
 from controllers.cli.flags import operator_flags, parse_args
 from controllers.constants import RAYCRONJOBS, RAYJOBS
 from controllers.raycronjob.options import RayCronJobOptions
-from controllers.raycronjob.setup import setup as setup_raycronjob
 from kuberay_py.client import Client
 from kuberay_py.clock import FakeClock, parse_rfc3339
 from kuberay_py.envtest import Environment
-from kuberay_py.manager import Manager, ManagerOptions
 from tests.polling import eventually
+from tests.raycronjob_harness import cron_operator
 from tests.rayjob_harness import rayjob
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd" / "bases"
@@ -40,23 +37,8 @@ async def cron_env(
 ) -> AsyncIterator[tuple[Client, str, FakeClock]]:
     """The controller with each ``--raycronjob-missed-ticks`` policy (``all`` is the default)."""
     clock = FakeClock(wall_start=datetime.now(UTC))
-    mgr = Manager(
-        env.client_config,
-        ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0"),
-        clock=clock,
-    )
-    setup_raycronjob(mgr, options=RayCronJobOptions(missed_ticks=request.param))
-    task = asyncio.create_task(mgr.run(install_signal_handlers=False))
-    client = env.new_client()
-    ns = await env.create_namespace()
-    try:
+    async with cron_operator(env, clock, RayCronJobOptions(missed_ticks=request.param)) as (client, ns):
         yield client, ns, clock
-    finally:
-        mgr.stop()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(task, 10)
-        await env.delete_namespace(ns)
-        await client.close()
 
 
 def cron(name: str, schedule: str, **spec: Any) -> dict[str, Any]:

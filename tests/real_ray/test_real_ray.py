@@ -16,14 +16,12 @@ import pytest
 import yaml
 
 from controllers.constants import RAYSERVICES
-from controllers.raycluster.setup import cache_selectors
 from controllers.raycluster.setup import setup as setup_raycluster
 from controllers.rayservice.reconciler import RayServiceOptions
 from controllers.rayservice.setup import setup as setup_rayservice
 from kuberay_py.client.resources import PODS
 from kuberay_py.envtest import Environment
-from kuberay_py.manager.manager import Manager
-from kuberay_py.manager.options import ManagerOptions
+from tests.in_loop_manager import in_loop_manager, start_in_loop, stop_in_loop
 from tests.live import update_live
 from tests.rayservice_harness import sample
 
@@ -73,17 +71,12 @@ async def test_real_ray_head_serves_and_reports_a_bad_import_path(real_ray_runti
         [str(ROOT / "config/crd/bases")], simulate=True, pod_runtime=real_ray_runtime, probe_period_scale=0.2
     ) as env:
         client = env.new_client()
-        mgr = Manager(
-            env.client_config,
-            ManagerOptions(
-                metrics_bind_address="0", health_probe_bind_address="0", cache_selectors=cache_selectors()
-            ),
-        )
+        mgr = in_loop_manager(env.client_config)
         setup_raycluster(mgr)
         setup_rayservice(
             mgr, head_check_period=1.0, options=RayServiceOptions(serve_poll_interval=1.0, env={})
         )
-        task = asyncio.create_task(mgr.run(install_signal_handlers=False))
+        task = start_in_loop(mgr)
         try:
             ns = await env.create_namespace()
             await client.create(RAYSERVICES, manifest(), ns)
@@ -129,9 +122,5 @@ async def test_real_ray_head_serves_and_reports_a_bad_import_path(real_ray_runti
             code, body = await http_get(f"http://{head['status']['podIP']}:8000/fruit")
             assert code == 200
         finally:
-            mgr.stop()
-            try:
-                await asyncio.wait_for(task, 20)
-            except Exception:
-                task.cancel()
+            await stop_in_loop(mgr, task)
             await client.close()

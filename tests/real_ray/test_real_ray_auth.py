@@ -9,7 +9,6 @@ Ray's own health endpoints, which token auth leaves public.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from pathlib import Path
 from typing import Any
@@ -18,13 +17,11 @@ import aiohttp
 import pytest
 
 from controllers.constants import RAYCLUSTERS
-from controllers.raycluster.setup import cache_selectors
 from controllers.raycluster.setup import setup as setup_raycluster
 from kuberay_py.client import NotFound
 from kuberay_py.client.resources import PODS, SECRETS
 from kuberay_py.envtest import Environment
-from kuberay_py.manager.manager import Manager
-from kuberay_py.manager.options import ManagerOptions
+from tests.in_loop_manager import in_loop_manager, start_in_loop, stop_in_loop
 from tests.scenario.kuberay_e2e.test_raycluster_auth_options import NAME, cluster_manifest
 
 from .test_real_ray import wait_for
@@ -49,14 +46,9 @@ async def test_real_ray_token_auth_with_ray_version_2_52(real_ray_runtime) -> No
             return base64.b64decode(raw).decode() if raw is not None else None
 
         real_ray_runtime.secret_value = secret_value
-        mgr = Manager(
-            env.client_config,
-            ManagerOptions(
-                metrics_bind_address="0", health_probe_bind_address="0", cache_selectors=cache_selectors()
-            ),
-        )
+        mgr = in_loop_manager(env.client_config)
         setup_raycluster(mgr)
-        task = asyncio.create_task(mgr.run(install_signal_handlers=False))
+        task = start_in_loop(mgr)
         try:
             ns = await env.create_namespace()
             body = cluster_manifest()
@@ -110,9 +102,5 @@ async def test_real_ray_token_auth_with_ray_version_2_52(real_ray_runtime) -> No
                         "Unauthorized: Missing authentication token",
                     )
         finally:
-            mgr.stop()
-            try:
-                await asyncio.wait_for(task, 20)
-            except Exception:
-                task.cancel()
+            await stop_in_loop(mgr, task)
             await client.close()

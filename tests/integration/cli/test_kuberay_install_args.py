@@ -38,7 +38,7 @@ from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import PODS
 from kuberay_py.envtest import Environment
 from tests.integration.cli.procs import OPERATOR, Proc, http_status
-from tests.integration.raycluster.conftest import eventually
+from tests.polling import eventually
 
 ROOT = Path(__file__).resolve().parents[3]
 INSTALL = ROOT / "tests" / "fixtures" / "kuberay" / "install"

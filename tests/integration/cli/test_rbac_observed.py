@@ -26,7 +26,7 @@ from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.raysim import RayPodRuntime
 from kuberay_py.client import Client, NotFound
 from kuberay_py.envtest import Environment
-from tests.integration.raycluster.conftest import eventually
+from tests.polling import eventually
 from tests.unit.test_rbac import cluster_role, leader_election_role
 
 ROOT = Path(__file__).resolve().parents[3]

@@ -10,49 +10,27 @@ import asyncio
 import copy
 import dataclasses
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
-import pytest
 import pytest_asyncio
 
 from controllers import constants as C
 from controllers.api.gates import ClusterGates
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.reconciler import RayClusterReconciler
-from controllers.raycluster.setup import cache_selectors, cache_transforms, setup
+from controllers.raycluster.setup import setup
 from kuberay_py.client import Client
 from kuberay_py.client.resources import PODS
 from kuberay_py.envtest import Environment
-from kuberay_py.manager import Manager, ManagerOptions
+from kuberay_py.manager import Manager
+from tests.in_loop_manager import in_loop_manager, running_in_loop, start_in_loop, stop_in_loop
 from tests.live import update_live
 
 ROOT = Path(__file__).resolve().parents[3]
 CRDS = str(ROOT / "config" / "crd" / "bases")
 WAIT = 20.0  # bound for eventual consistency on a loaded 2-core machine, not a performance assertion
-
-
-async def eventually(check: Callable[[], Awaitable[Any]], what: str, wait: float = WAIT) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + wait
-    last: Any = None
-    while loop.time() < deadline:
-        last = await check()
-        if last:
-            return last
-        await asyncio.sleep(0.05)
-    pytest.fail(f"timed out waiting for {what} (last: {last!r})")
-
-
-async def consistently(check: Callable[[], Awaitable[Any]], what: str, duration: float = 1.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + duration
-    while loop.time() < deadline:
-        value = await check()
-        if not value:
-            pytest.fail(f"{what} stopped holding (got {value!r})")
-        await asyncio.sleep(0.05)
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
@@ -87,24 +65,12 @@ class Operator:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def operator(rc_env: Environment, rc_namespace: str) -> AsyncIterator[Operator]:
-    options = ManagerOptions(
-        metrics_bind_address="0",
-        health_probe_bind_address="0",
-        namespaces=[rc_namespace],
-        cache_selectors=cache_selectors(),
-        cache_transforms=cache_transforms(),
-        graceful_shutdown_timeout=5.0,
-    )
-    manager = Manager(rc_env.client_config, options)
+    manager = in_loop_manager(rc_env.client_config, namespaces=[rc_namespace])
     reconciler = setup(
         manager, max_concurrent_reconciles=4, options=RayClusterOptions.from_env({}), resync_period=300.0
     )
-    task = asyncio.create_task(manager.run(install_signal_handlers=False))
-    try:
+    async with running_in_loop(manager):
         yield Operator(manager, reconciler)
-    finally:
-        manager.stop()
-        await asyncio.wait_for(task, 30)
 
 
 def sample_cluster(name: str, namespace: str, *, replicas: int = 3, max_replicas: int = 4) -> dict[str, Any]:
@@ -202,26 +168,15 @@ async def start_gated(
 ) -> AsyncIterator[Callable[[ClusterGates], None]]:
     """``start_gated(gates)`` runs the RayCluster controller with those alpha gates in the test's
     namespace (the gate decides which controllers exist, so each test starts its own)."""
-    tasks: list[tuple[Manager, asyncio.Task[None]]] = []
+    started: list[tuple[Manager, asyncio.Task[None]]] = []
 
     def run(gates: ClusterGates) -> None:
-        manager = Manager(
-            rc_env.client_config,
-            ManagerOptions(
-                metrics_bind_address="0",
-                health_probe_bind_address="0",
-                namespaces=[rc_namespace],
-                cache_selectors=cache_selectors(),
-                cache_transforms=cache_transforms(),
-                graceful_shutdown_timeout=5.0,
-            ),
-        )
+        manager = in_loop_manager(rc_env.client_config, namespaces=[rc_namespace])
         setup(manager, options=dataclasses.replace(RayClusterOptions.from_env({}), gates=gates))
-        tasks.append((manager, asyncio.create_task(manager.run(install_signal_handlers=False))))
+        started.append((manager, start_in_loop(manager)))
 
     try:
         yield run
     finally:
-        for manager, task in tasks:
-            manager.stop()
-            await asyncio.wait_for(task, 30)
+        for manager, task in started:
+            await stop_in_loop(manager, task, check=True)

@@ -16,7 +16,8 @@ from controllers import constants as C
 from controllers.api.gates import ClusterGates
 from kuberay_py.client import Client, Conflict, NotFound
 from kuberay_py.client.resources import EVENTS, PERSISTENTVOLUMECLAIMS, PODS
-from tests.integration.raycluster.conftest import eventually, sample_cluster
+from tests.integration.raycluster.conftest import sample_cluster
+from tests.polling import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

@@ -22,7 +22,7 @@ from controllers.raycluster.mtls_pki import CERTIFICATES, ISSUERS
 from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import EVENTS, PODS, SECRETS
 from tests import external_apis
-from tests.integration.raycluster.conftest import eventually
+from tests.polling import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 

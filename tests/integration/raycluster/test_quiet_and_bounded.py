@@ -19,16 +19,17 @@ import pytest_asyncio
 
 from controllers import constants as C
 from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.setup import cache_selectors, cache_transforms, setup
+from controllers.raycluster.setup import setup
 from kuberay_py.client import Client
 from kuberay_py.client.resources import EVENTS
 from kuberay_py.clock import FakeClock
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.apiserver.faults import RequestRecord
-from kuberay_py.manager import Manager, ManagerOptions
 from kuberay_py.metrics import registry
+from tests.in_loop_manager import in_loop_manager, start_in_loop
+from tests.polling import eventually
 
-from .conftest import WAIT, eventually, list_pods, sample_cluster
+from .conftest import WAIT, list_pods, sample_cluster
 
 pytestmark = [pytest.mark.builtin_only, pytest.mark.asyncio(loop_scope="session")]
 
@@ -42,23 +43,15 @@ class VirtualOperator:
 
     def __init__(self, env: Environment, namespace: str) -> None:
         self.clock = FakeClock()
-        options = ManagerOptions(
-            metrics_bind_address="0",
-            health_probe_bind_address="0",
-            namespaces=[namespace],
-            cache_selectors=cache_selectors(),
-            cache_transforms=cache_transforms(),
-            graceful_shutdown_timeout=5.0,
-        )
         # No client-side throttling (it would wait on the fake clock, and the bound under test is the
         # controller's retry limiter, not the client's QPS).
         config = dataclasses.replace(env.client_config, qps=1e6, burst=1_000_000)
-        self.manager = Manager(config, options, clock=self.clock)
+        self.manager = in_loop_manager(config, clock=self.clock, namespaces=[namespace])
         setup(self.manager, options=RayClusterOptions.from_env({}), clock=self.clock)
         self.task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> VirtualOperator:
-        self.task = asyncio.create_task(self.manager.run(install_signal_handlers=False))
+        self.task = start_in_loop(self.manager)
         await asyncio.wait_for(self.manager.elected.wait(), WAIT)
         return self
 
@@ -168,8 +161,13 @@ async def test_200_clusters_whose_pod_creates_get_403_cost_a_bounded_request_rat
     ns = quiet_namespace
     server = rc_env.server
     assert server is not None
-    fault = server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 403, count=-1,
-                          message=f'pods is forbidden: unable to create new content in namespace {ns}')
+    fault = server.inject(
+        "POST",
+        rf"^/api/v1/namespaces/{ns}/pods$",
+        403,
+        count=-1,
+        message=f"pods is forbidden: unable to create new content in namespace {ns}",
+    )
     clusters = 200
     try:
         for i in range(clusters):

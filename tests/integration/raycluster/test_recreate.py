@@ -10,13 +10,12 @@ from kuberay_py.client import Client
 from kuberay_py.client.resources import PODS
 from tests.integration.raycluster.conftest import (
     Operator,
-    consistently,
-    eventually,
     head_pods,
     list_pods,
     sample_cluster,
 )
 from tests.live import update_live
+from tests.polling import consistently, eventually
 
 RC = C.RAYCLUSTERS
 

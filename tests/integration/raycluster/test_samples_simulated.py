@@ -6,7 +6,6 @@ health endpoints), so ``ready`` here means our generated probes, ports and comma
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,13 +18,14 @@ import yaml
 from controllers import constants as C
 from controllers.api.gates import ClusterGates
 from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.setup import cache_selectors, setup
+from controllers.raycluster.setup import setup
 from controllers.raysim import RayPodRuntime, Timings
 from kuberay_py.client import Client, NotFound, Resource
 from kuberay_py.client.resources import CONFIGMAPS, SECRETS, SERVICES
 from kuberay_py.envtest import Environment
-from kuberay_py.manager import Manager, ManagerOptions
-from tests.integration.raycluster.conftest import CRDS, eventually
+from tests.in_loop_manager import in_loop_manager, running_in_loop
+from tests.integration.raycluster.conftest import CRDS
+from tests.polling import eventually
 
 SAMPLES = Path(__file__).resolve().parents[2] / "fixtures" / "kuberay" / "samples"
 # The mTLS sample needs cert-manager, which the simulator does not run: tests/integration/
@@ -43,26 +43,16 @@ KINDS: dict[str, Resource] = {
 async def sim_operator() -> AsyncIterator[tuple[Environment, Client]]:
     runtime = RayPodRuntime(timings=Timings(build_s=0.3, replica_start_s=0.3, drain_s=3.0))
     async with Environment([CRDS], simulate=True, pod_runtime=runtime, probe_period_scale=0.1) as env:
-        manager = Manager(
-            env.client_config,
-            ManagerOptions(
-                metrics_bind_address="0",
-                health_probe_bind_address="0",
-                cache_selectors=cache_selectors(),
-                graceful_shutdown_timeout=5.0,
-            ),
-        )
+        manager = in_loop_manager(env.client_config)
         # KubeRay's alpha gates on: some samples use their fields (NetworkPolicy, history server,
         # embedded GCS); with the gates off those samples are invalid specs, as in KubeRay.
         options = dataclasses.replace(RayClusterOptions.from_env({}), gates=ClusterGates.all_on())
         setup(manager, max_concurrent_reconciles=4, options=options)
-        task = asyncio.create_task(manager.run(install_signal_handlers=False))
         client = env.new_client()
         try:
-            yield env, client
+            async with running_in_loop(manager):
+                yield env, client
         finally:
-            manager.stop()
-            await asyncio.wait_for(task, 30)
             await client.close()
             await runtime.close()
 
@@ -89,7 +79,7 @@ async def test_sample_reaches_ready(sim_operator: tuple[Environment, Client], sa
             return None
         return obj if (obj.get("status") or {}).get("state") == "ready" else None
 
-    obj = await eventually(ready, f"{sample} ready", wait=60.0)
+    obj = await eventually(ready, f"{sample} ready", timeout=60.0)
     status = obj["status"]
     # zero counters are omitted (omitempty, as KubeRay writes them)
     assert status.get("readyWorkerReplicas", 0) == status.get("desiredWorkerReplicas", 0)

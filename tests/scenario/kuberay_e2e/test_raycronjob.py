@@ -8,8 +8,6 @@ the controller under test runs: both tests count the child RayJobs, not what the
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
@@ -17,11 +15,10 @@ from typing import Any
 import pytest_asyncio
 
 from controllers.constants import RAYCRONJOBS, RAYJOBS
-from controllers.raycronjob.setup import setup as setup_raycronjob
 from kuberay_py.client import Client
 from kuberay_py.clock import FakeClock, parse_rfc3339
 from kuberay_py.envtest import Environment
-from kuberay_py.manager import Manager, ManagerOptions
+from tests.raycronjob_harness import cron_operator
 from tests.rayjob_harness import CRD_DIR
 
 from .conftest import eventually, ray_cluster_spec
@@ -33,22 +30,8 @@ Cron = tuple[Client, str, FakeClock]
 async def cron() -> AsyncIterator[Cron]:
     async with Environment([str(CRD_DIR)]) as env:
         clock = FakeClock(wall_start=datetime.now(UTC))
-        mgr = Manager(
-            env.client_config,
-            ManagerOptions(metrics_bind_address="0", health_probe_bind_address="0"),
-            clock=clock,
-        )
-        setup_raycronjob(mgr)
-        task = asyncio.create_task(mgr.run(install_signal_handlers=False))
-        client = env.new_client()
-        ns = await env.create_namespace()
-        try:
+        async with cron_operator(env, clock) as (client, ns):
             yield client, ns, clock
-        finally:
-            mgr.stop()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(task, 10)
-            await client.close()
 
 
 def cron_template(name: str, schedule: str, **spec: Any) -> dict[str, Any]:
