@@ -23,10 +23,11 @@ from controllers.batchscheduler import from_options, volcano
 from controllers.batchscheduler import scheduler_plugins as sp
 from controllers.rayjob.builders import submitter_pod_spec
 from controllers.rayjob.options import RayJobOptions
-from kuberay_py.client import Client, NotFound
+from kuberay_py.client import Client
 from kuberay_py.client.resources import EVENTS, JOBS, PODS
 from kuberay_py.envtest import Environment
 from tests import external_apis
+from tests.api_objects import controller_refs, get_or_none
 from tests.polling import eventually
 
 
@@ -126,13 +127,6 @@ async def pods(client: Client, ns: str, cluster: str, **labels: str) -> list[dic
     return list((await client.list(PODS, ns, label_selector=selector))["items"])
 
 
-async def get_or_none(client: Client, res: Any, name: str, ns: str) -> dict[str, Any] | None:
-    try:
-        return await client.get(res, name, ns)
-    except NotFound:
-        return None
-
-
 async def head_and_workers(client: Client, ns: str, cluster: str, workers: int) -> list[dict[str, Any]]:
     async def check() -> list[dict[str, Any]] | None:
         found = await pods(client, ns, cluster)
@@ -175,16 +169,7 @@ async def test_volcano_raycluster_podgroup_and_pods(client: Client, start: Any) 
         "queue": "test-queue",
         "priorityClassName": "test-priority",
     }
-    assert pg["metadata"]["ownerReferences"] == [
-        {
-            "apiVersion": "ray.io/v1",
-            "kind": "RayCluster",
-            "name": "rc",
-            "uid": created["metadata"]["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
+    assert pg["metadata"]["ownerReferences"] == controller_refs(created)
     groups = by_group(await head_and_workers(client, ns, "rc", 2))
     for group, members in groups.items():
         for pod in members:

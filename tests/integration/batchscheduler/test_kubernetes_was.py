@@ -19,10 +19,11 @@ from controllers import constants as C
 from controllers.batchscheduler import UnknownScheduler, from_options
 from controllers.batchscheduler import kubernetes_was as was
 from controllers.rayjob.builders import submitter_pod_spec
-from kuberay_py.client import Client, NotFound
+from kuberay_py.client import Client
 from kuberay_py.client.resources import PODS
 from kuberay_py.envtest import Environment
 from tests import external_apis
+from tests.api_objects import controller_refs, get_or_none
 from tests.integration.batchscheduler.test_batch_schedulers import cluster_spec
 from tests.polling import eventually
 
@@ -59,13 +60,6 @@ def raycluster(name: str, ns: str, labels: dict[str, str]) -> dict[str, Any]:
     }
 
 
-async def _get(client: Client, res: Any, name: str, ns: str) -> dict[str, Any] | None:
-    try:
-        return await client.get(res, name, ns)
-    except NotFound:
-        return None
-
-
 async def _pods(client: Client, ns: str, cluster: str, count: int) -> list[dict[str, Any]]:
     async def check() -> list[dict[str, Any]] | None:
         items = (await client.list(PODS, ns, label_selector=f"{C.RAY_CLUSTER_LABEL_KEY}={cluster}"))["items"]
@@ -76,34 +70,20 @@ async def _pods(client: Client, ns: str, cluster: str, count: int) -> list[dict[
     return found
 
 
-def _owner(uid: str, name: str) -> list[dict[str, Any]]:
-    return [
-        {
-            "apiVersion": "ray.io/v1",
-            "kind": "RayCluster",
-            "name": name,
-            "uid": uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
-
-
 async def test_gang_cluster_gets_workload_pod_group_and_scheduling_group(setup: tuple[Client, str]) -> None:
     client, ns = setup
     created = await client.create(C.RAYCLUSTERS, raycluster("gang", ns, dict(GANG)), ns)
-    uid = created["metadata"]["uid"]
 
-    workload = await eventually(lambda: _get(client, was.WORKLOADS, "gang", ns), "the Workload")
+    workload = await eventually(lambda: get_or_none(client, was.WORKLOADS, "gang", ns), "the Workload")
     assert workload["metadata"]["labels"] == {"ray.io/cluster": "gang"}
-    assert workload["metadata"]["ownerReferences"] == _owner(uid, "gang")
+    assert workload["metadata"]["ownerReferences"] == controller_refs(created)
     assert workload["spec"] == {
         "controllerRef": {"apiGroup": "ray.io", "kind": "RayCluster", "name": "gang"},
         "podGroupTemplates": [{"name": "cluster", "schedulingPolicy": {"gang": {"minCount": 3}}}],
     }
-    group = await eventually(lambda: _get(client, was.PODGROUPS, "gang-cluster", ns), "the PodGroup")
+    group = await eventually(lambda: get_or_none(client, was.PODGROUPS, "gang-cluster", ns), "the PodGroup")
     assert group["metadata"]["labels"] == {"ray.io/cluster": "gang"}
-    assert group["metadata"]["ownerReferences"] == _owner(uid, "gang")
+    assert group["metadata"]["ownerReferences"] == controller_refs(created)
     assert group["spec"] == {
         "podGroupTemplateRef": {"workload": {"workloadName": "gang", "podGroupTemplateName": "cluster"}},
         "schedulingPolicy": {"gang": {"minCount": 3}},
@@ -118,8 +98,8 @@ async def test_gang_cluster_gets_workload_pod_group_and_scheduling_group(setup: 
     await client.update(C.RAYCLUSTERS, fresh)
 
     async def resized() -> bool:
-        wl = await _get(client, was.WORKLOADS, "gang", ns)
-        pg = await _get(client, was.PODGROUPS, "gang-cluster", ns)
+        wl = await get_or_none(client, was.WORKLOADS, "gang", ns)
+        pg = await get_or_none(client, was.PODGROUPS, "gang-cluster", ns)
         return bool(
             wl
             and pg
@@ -136,22 +116,22 @@ async def test_without_gang_label_nothing_and_default_pods(setup: tuple[Client, 
     for pod in await _pods(client, ns, "plain", 3):
         assert "schedulingGroup" not in pod["spec"]
         assert pod["spec"].get("schedulerName") in (None, "default-scheduler")
-    assert await _get(client, was.WORKLOADS, "plain", ns) is None
-    assert await _get(client, was.PODGROUPS, "plain-cluster", ns) is None
+    assert await get_or_none(client, was.WORKLOADS, "plain", ns) is None
+    assert await get_or_none(client, was.PODGROUPS, "plain-cluster", ns) is None
 
 
 async def test_removing_the_gang_label_deletes_both(setup: tuple[Client, str]) -> None:
     client, ns = setup
     await client.create(C.RAYCLUSTERS, raycluster("drop", ns, dict(GANG)), ns)
-    await eventually(lambda: _get(client, was.PODGROUPS, "drop-cluster", ns), "the PodGroup")
+    await eventually(lambda: get_or_none(client, was.PODGROUPS, "drop-cluster", ns), "the PodGroup")
     fresh = await client.get(C.RAYCLUSTERS, "drop", ns)
     fresh["metadata"]["labels"] = {}
     await client.update(C.RAYCLUSTERS, fresh)
 
     async def both_gone() -> bool:
         return (
-            await _get(client, was.PODGROUPS, "drop-cluster", ns) is None
-            and await _get(client, was.WORKLOADS, "drop", ns) is None
+            await get_or_none(client, was.PODGROUPS, "drop-cluster", ns) is None
+            and await get_or_none(client, was.WORKLOADS, "drop", ns) is None
         )
 
     await eventually(both_gone, "the PodGroup and Workload deleted")

@@ -16,10 +16,11 @@ import pytest_asyncio
 
 from controllers import constants as C
 from controllers.raycluster.route import ROUTES, OpenShift
-from kuberay_py.client import Client, NotFound
+from kuberay_py.client import Client
 from kuberay_py.client.resources import INGRESSES, SERVICES
 from kuberay_py.envtest import Environment
 from tests import external_apis
+from tests.api_objects import controller_refs, get_or_none
 from tests.polling import eventually
 
 
@@ -71,18 +72,11 @@ async def plain_env() -> AsyncIterator[Environment]:
         yield env
 
 
-async def _get(client: Client, res: Any, name: str, ns: str) -> dict[str, Any] | None:
-    try:
-        return await client.get(res, name, ns)
-    except NotFound:
-        return None
-
-
 async def test_openshift_gets_a_route_and_no_ingress(openshift_env: Environment) -> None:
     ns = await openshift_env.create_namespace(generate_name="route-")
     async with run(openshift_env, ns) as client:
         created = await client.create(C.RAYCLUSTERS, cluster("rc", ns), ns)
-        route = await eventually(lambda: _get(client, ROUTES, "rc-head-route", ns), "the head Route")
+        route = await eventually(lambda: get_or_none(client, ROUTES, "rc-head-route", ns), "the head Route")
         assert route["metadata"]["labels"] == {
             "ray.io/cluster": "rc",
             "ray.io/identifier": "rc-head",
@@ -90,23 +84,14 @@ async def test_openshift_gets_a_route_and_no_ingress(openshift_env: Environment)
             "app.kubernetes.io/created-by": "kuberay-operator",
         }
         assert route["metadata"]["annotations"] == {"team": "ml"}
-        assert route["metadata"]["ownerReferences"] == [
-            {
-                "apiVersion": "ray.io/v1",
-                "kind": "RayCluster",
-                "name": "rc",
-                "uid": created["metadata"]["uid"],
-                "controller": True,
-                "blockOwnerDeletion": True,
-            }
-        ]
+        assert route["metadata"]["ownerReferences"] == controller_refs(created)
         assert route["spec"] == {
             "to": {"kind": "Service", "name": "rc-head-svc", "weight": 100},
             "port": {"targetPort": 8266},
             "wildcardPolicy": "None",
         }
         # The head Service exists by now (same reconcile, after the Route), and no Ingress is made.
-        await eventually(lambda: _get(client, SERVICES, "rc-head-svc", ns), "the head Service")
+        await eventually(lambda: get_or_none(client, SERVICES, "rc-head-svc", ns), "the head Service")
         assert (await client.list(INGRESSES, ns))["items"] == []
     await openshift_env.delete_namespace(ns)
 
@@ -115,7 +100,7 @@ async def test_use_ingress_on_openshift_keeps_the_ingress(openshift_env: Environ
     ns = await openshift_env.create_namespace(generate_name="route-")
     async with run(openshift_env, ns, use_ingress=True) as client:
         await client.create(C.RAYCLUSTERS, cluster("rc", ns), ns)
-        await eventually(lambda: _get(client, INGRESSES, "rc-head-ingress", ns), "the head Ingress")
+        await eventually(lambda: get_or_none(client, INGRESSES, "rc-head-ingress", ns), "the head Ingress")
         assert (await client.list(ROUTES, ns))["items"] == []
     await openshift_env.delete_namespace(ns)
 
@@ -124,7 +109,9 @@ async def test_without_openshift_the_ingress_as_before(plain_env: Environment) -
     ns = await plain_env.create_namespace(generate_name="route-")
     async with run(plain_env, ns) as client:
         await client.create(C.RAYCLUSTERS, cluster("rc", ns), ns)
-        ingress = await eventually(lambda: _get(client, INGRESSES, "rc-head-ingress", ns), "the head Ingress")
+        ingress = await eventually(
+            lambda: get_or_none(client, INGRESSES, "rc-head-ingress", ns), "the head Ingress"
+        )
         assert ingress["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["port"] == {
             "number": 8266
         }

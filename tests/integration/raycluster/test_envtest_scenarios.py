@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from controllers import constants as C
-from kuberay_py.client import Client, Invalid, NotFound
+from kuberay_py.client import Client, Invalid
 from kuberay_py.client.resources import (
     EVENTS,
     INGRESSES,
@@ -24,17 +24,17 @@ from kuberay_py.client.resources import (
     SERVICES,
 )
 from kuberay_py.envtest import Environment
+from tests.api_objects import get_or_none
 from tests.integration.raycluster.conftest import (
     Operator,
     all_running,
-    consistently,
-    eventually,
     head_pods,
     sample_cluster,
     set_pod_status,
     worker_pods,
 )
 from tests.live import update_live
+from tests.polling import consistently, eventually
 
 RC = C.RAYCLUSTERS
 
@@ -60,7 +60,7 @@ async def test_static_raycluster(operator: Operator, rc_client: Client, rc_names
     ns, name = rc_namespace, "raycluster-static"
     await rc_client.create(RC, sample_cluster(name, ns), ns)
 
-    svc = await eventually(lambda: _get(rc_client, SERVICES, f"{name}-head-svc", ns), "head Service")
+    svc = await eventually(lambda: get_or_none(rc_client, SERVICES, f"{name}-head-svc", ns), "head Service")
     assert svc["spec"]["clusterIP"] == "None"
     await eventually(lambda: _count(worker_pods(rc_client, ns, name), 3), "3 workers")
     heads = await eventually(lambda: head_pods(rc_client, ns, name), "head Pod")
@@ -131,7 +131,7 @@ async def test_autoscaling_enabled(operator: Operator, rc_client: Client, rc_nam
     body["spec"]["enableInTreeAutoscaling"] = True
     await rc_client.create(RC, body, ns)
     for res in (ROLEBINDINGS, ROLES, SERVICEACCOUNTS):
-        await eventually(lambda res=res: _get(rc_client, res, name, ns), res.kind)
+        await eventually(lambda res=res: get_or_none(rc_client, res, name, ns), res.kind)
     workers = await eventually(lambda: _count(worker_pods(rc_client, ns, name), 3), "3 workers")
     head = (await eventually(lambda: head_pods(rc_client, ns, name), "head"))[0]
     assert [c["name"] for c in head["spec"]["containers"]][-1] == "autoscaler"
@@ -203,7 +203,7 @@ async def test_multi_host_worker_group(operator: Operator, rc_client: Client, rc
             labels[C.RAY_HOST_INDEX_LABEL_KEY]
         )
     assert sorted(sorted(v) for v in replicas.values()) == [["0", "1", "2", "3"]] * 2
-    assert await _get(rc_client, SERVICES, f"{name}-headless", ns)
+    assert await get_or_none(rc_client, SERVICES, f"{name}-headless", ns)
     await all_running(rc_client, ns, name)
     await eventually(lambda: _eq(state(rc_client, ns, name), "ready"), "ready")
     status = (await get_rc(rc_client, ns, name))["status"]
@@ -316,8 +316,8 @@ async def test_maximum_name_services_not_truncated(
         {"name": "serve", "containerPort": 8000}
     ]
     await rc_client.create(RC, body, ns)
-    await eventually(lambda: _get(rc_client, SERVICES, f"{name}-head-svc", ns), "head Service")
-    await eventually(lambda: _get(rc_client, SERVICES, f"{name}-serve-svc", ns), "serve Service")
+    await eventually(lambda: get_or_none(rc_client, SERVICES, f"{name}-head-svc", ns), "head Service")
+    await eventually(lambda: get_or_none(rc_client, SERVICES, f"{name}-serve-svc", ns), "serve Service")
 
 
 async def test_custom_probe_ports(operator: Operator, rc_client: Client, rc_namespace: str) -> None:
@@ -372,7 +372,7 @@ async def test_redis_cleanup_finalizer_timeout_and_auto_deletion(
         await eventually(lambda name=name: head_pods(rc_client, ns, name), "head")
         await rc_client.delete(RC, name, ns)
         job = await eventually(
-            lambda name=name: _get(rc_client, JOBS, f"{name}-redis-cleanup", ns), "cleanup Job"
+            lambda name=name: get_or_none(rc_client, JOBS, f"{name}-redis-cleanup", ns), "cleanup Job"
         )
         assert job["spec"]["template"]["metadata"]["labels"]["ray.io/node-type"] == "redis-cleanup"
         if complete:
@@ -403,15 +403,8 @@ def _job_complete(job: dict[str, Any]) -> None:
     }
 
 
-async def _get(client: Client, res: Any, name: str, ns: str) -> dict[str, Any] | None:
-    try:
-        return await client.get(res, name, ns)
-    except NotFound:
-        return None
-
-
 async def _gone(client: Client, res: Any, name: str, ns: str) -> bool:
-    return await _get(client, res, name, ns) is None
+    return await get_or_none(client, res, name, ns) is None
 
 
 async def _count(pods_coro: Any, n: int) -> Any:
@@ -474,7 +467,7 @@ async def test_ingress_created_and_kept_in_line_with_the_spec(
     body["metadata"]["annotations"] = {"kubernetes.io/ingress.class": "nginx"}
     body["spec"]["headGroupSpec"]["enableIngress"] = True
     await rc_client.create(RC, body, ns)
-    ing = await eventually(lambda: _get(rc_client, INGRESSES, f"{name}-head-ingress", ns), "Ingress")
+    ing = await eventually(lambda: get_or_none(rc_client, INGRESSES, f"{name}-head-ingress", ns), "Ingress")
     assert ing["spec"]["ingressClassName"] == "nginx"
     path = ing["spec"]["rules"][0]["http"]["paths"][0]
     assert path["path"] == "/" and path["backend"]["service"]["name"] == f"{name}-head-svc"
@@ -486,7 +479,7 @@ async def test_ingress_created_and_kept_in_line_with_the_spec(
     await update_live(rc_client, RC, name, ns, new_path)
 
     async def updated() -> bool:
-        cur = await _get(rc_client, INGRESSES, f"{name}-head-ingress", ns)
+        cur = await get_or_none(rc_client, INGRESSES, f"{name}-head-ingress", ns)
         return bool(cur and cur["spec"]["rules"][0]["http"]["paths"][0]["path"] == "/ray")
 
     await eventually(updated, "Ingress path updated")

@@ -16,7 +16,9 @@ from controllers import constants as C
 from controllers.api.gates import ClusterGates
 from kuberay_py.client import Client, Conflict
 from kuberay_py.client.resources import EVENTS, NETWORKPOLICIES, PODS
-from tests.integration.raycluster.conftest import eventually, sample_cluster
+from tests.api_objects import controller_refs
+from tests.integration.raycluster.conftest import sample_cluster
+from tests.polling import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -58,16 +60,7 @@ async def test_policies_follow_the_spec(start_gated: Any, rc_client: Client, rc_
         lambda: _names(rc_client, ns, {"np-head", "np-workers-small-group"}), "both policies"
     )
     head = got["np-head"]
-    assert head["metadata"]["ownerReferences"] == [
-        {
-            "apiVersion": "ray.io/v1",
-            "kind": "RayCluster",
-            "name": "np",
-            "uid": created["metadata"]["uid"],
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
+    assert head["metadata"]["ownerReferences"] == controller_refs(created)
     assert got["np-workers-small-group"]["spec"]["egress"][1] == DNS
     assert await eventually(lambda: events(rc_client, ns, "CreatedNetworkPolicy"), "the Created event") == [
         f"Created NetworkPolicy {ns}/np-head"

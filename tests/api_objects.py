@@ -1,0 +1,37 @@
+"""Reading objects the operator creates, shared by the integration suites.
+
+``get_or_none`` is what ``eventually`` polls while the operator has still to create an object;
+``controller_refs`` is the ``ownerReferences`` every child of a RayCluster carries (KubeRay sets
+them with controller-runtime's ``SetControllerReference``), written out once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kuberay_py.client import Client, NotFound, Resource
+
+__all__ = ["controller_refs", "get_or_none"]
+
+
+async def get_or_none(client: Client, res: Resource, name: str, ns: str) -> dict[str, Any] | None:
+    try:
+        obj: dict[str, Any] = await client.get(res, name, ns)
+    except NotFound:
+        return None
+    return obj
+
+
+def controller_refs(owner: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``ownerReferences`` of an object ``owner`` (a stored RayCluster) controls."""
+    meta = owner["metadata"]
+    return [
+        {
+            "apiVersion": owner["apiVersion"],
+            "kind": owner["kind"],
+            "name": meta["name"],
+            "uid": meta["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
