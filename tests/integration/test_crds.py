@@ -12,12 +12,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import yaml
 
 from controllers.api import load_raycluster, load_rayservice
@@ -30,7 +28,6 @@ from kuberay_py.envtest import Environment
 from tests.manifest_edits import Mutation, all_of, delete_path, duplicate_first_group, set_path
 
 ROOT = Path(__file__).resolve().parents[2]
-CRD_DIR = ROOT / "config" / "crd" / "bases"
 SAMPLE_DIRS = (ROOT / "tests" / "fixtures" / "kuberay" / "samples", ROOT / "config" / "samples")
 
 
@@ -45,30 +42,6 @@ def _samples() -> list[tuple[str, dict[str, Any]]]:
 
 
 SAMPLES = _samples()
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def crd_env() -> AsyncIterator[Environment]:
-    async with Environment([str(CRD_DIR)]) as env:
-        yield env
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(crd_env: Environment) -> AsyncIterator[Client]:
-    c = crd_env.new_client()
-    try:
-        yield c
-    finally:
-        await c.close()
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def ns(crd_env: Environment) -> AsyncIterator[str]:
-    name = await crd_env.create_namespace()
-    try:
-        yield name
-    finally:
-        await crd_env.delete_namespace(name)
 
 
 def _resource(kind: str) -> Resource:

@@ -6,24 +6,20 @@ server's schema, or — where the schema says nothing, e.g. CEL on the built-in 
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import pytest_asyncio
 import yaml
 
 from controllers.api.job_validation import validate_raycronjob, validate_rayjob
 from controllers.api.rayjob import load_raycronjob, load_rayjob
 from controllers.constants import RAYCRONJOBS, RAYJOBS
 from kuberay_py.client import BadRequest, Client, Invalid
-from kuberay_py.envtest import Environment
 from tests.integration.test_crds import missing_from
 from tests.manifest_edits import Mutation, set_path
 
 ROOT = Path(__file__).resolve().parents[2]
-CRD_DIR = ROOT / "config" / "crd" / "bases"
 SAMPLES_DIR = ROOT / "tests" / "fixtures" / "kuberay" / "samples"
 
 
@@ -37,30 +33,6 @@ def _samples() -> list[tuple[str, dict[str, Any]]]:
 
 
 SAMPLES = _samples()
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
-async def crd_env() -> AsyncIterator[Environment]:
-    async with Environment([str(CRD_DIR)]) as env:
-        yield env
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def client(crd_env: Environment) -> AsyncIterator[Client]:
-    c = crd_env.new_client()
-    try:
-        yield c
-    finally:
-        await c.close()
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def ns(crd_env: Environment) -> AsyncIterator[str]:
-    name = await crd_env.create_namespace()
-    try:
-        yield name
-    finally:
-        await crd_env.delete_namespace(name)
 
 
 def test_every_sample_file_is_covered() -> None:

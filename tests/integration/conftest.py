@@ -1,0 +1,41 @@
+"""An API server with only this project's CRDs (``config/crd/bases``), for the suites that test
+the CRDs themselves: what the server accepts, stores and rejects.
+
+One server per test module (``crd_env``); each test gets a client and a namespace of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest_asyncio
+
+from kuberay_py.client import Client
+from kuberay_py.envtest import Environment
+
+CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd" / "bases"
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def crd_env() -> AsyncIterator[Environment]:
+    async with Environment([str(CRD_DIR)]) as env:
+        yield env
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def client(crd_env: Environment) -> AsyncIterator[Client]:
+    c = crd_env.new_client()
+    try:
+        yield c
+    finally:
+        await c.close()
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def ns(crd_env: Environment) -> AsyncIterator[str]:
+    name = await crd_env.create_namespace()
+    try:
+        yield name
+    finally:
+        await crd_env.delete_namespace(name)
