@@ -8,7 +8,6 @@ cluster, so probe periods, the Serve import, replica start-up and the proxy drai
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -22,6 +21,7 @@ from kuberay_py.clock import FakeClock
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.sim import Simulator
 from tests.integration.test_simulator import WAIT, service, wait_for, wait_gone
+from tests.sim_harness import running_simulator
 
 RAYLET = "wget --tries 1 -T 2 -q -O- http://localhost:52365/api/local_raylet_healthz | grep success"
 GCS = "wget --tries 1 -T 10 -q -O- http://localhost:8265/api/gcs_healthz | grep success"
@@ -92,24 +92,19 @@ async def env() -> AsyncIterator[Environment]:
 async def world(env: Environment) -> AsyncIterator[tuple[Simulator, RayPodRuntime, FakeClock, Client, str]]:
     clock = FakeClock()
     runtime = RayPodRuntime(clock=clock, timings=Timings(build_s=2, replica_start_s=1, drain_s=30))
-    sim_client = env.new_client()
     network = env.claim_pod_network()
-    simulator = Simulator(sim_client, pod_runtime=runtime, clock=clock, network=network)
-    task = asyncio.create_task(simulator.run())
-    await asyncio.wait_for(simulator.wait_ready(), WAIT)
     client = env.new_client()
-    ns = await env.create_namespace()
     try:
-        yield simulator, runtime, clock, client, ns
+        async with running_simulator(env, pod_runtime=runtime, clock=clock, network=network) as simulator:
+            ns = await env.create_namespace()
+            try:
+                yield simulator, runtime, clock, client, ns
+            finally:
+                await env.delete_namespace(ns)
     finally:
-        await env.delete_namespace(ns)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
         await runtime.close()
         network.release()
         await client.close()
-        await sim_client.close()
 
 
 def ready_endpoints(slice_: dict[str, Any]) -> list[str]:

@@ -6,7 +6,6 @@ watches or bounded polls, never sleeps.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import uuid
 from collections import Counter
@@ -19,9 +18,10 @@ from aiohttp import web
 
 from kuberay_py.client import Client, NotFound, resources
 from kuberay_py.envtest import Environment
-from kuberay_py.envtest.sim import Simulator
 from kuberay_py.envtest.sim.gateway import CONTROLLER_NAME
 from tests.gateway_api import GATEWAY_CRD_DIR, gateway_class
+from tests.polling import eventually
+from tests.sim_harness import PodServers, running_simulator
 
 WAIT = 20.0  # bound for eventual consistency on a loaded machine, not a performance assertion
 GATEWAYS, HTTPROUTES, CLASSES = resources.GATEWAYS, resources.HTTPROUTES, resources.GATEWAYCLASSES
@@ -31,7 +31,7 @@ class NamedRuntime:
     """Pods answer every path on port 8080 with their own name."""
 
     def __init__(self) -> None:
-        self._runners: dict[str, web.AppRunner] = {}
+        self._servers = PodServers()
 
     async def start(self, pod: dict[str, Any], ip: str) -> None:
         name = pod["metadata"]["name"]
@@ -41,15 +41,10 @@ class NamedRuntime:
 
         app = web.Application()
         app.router.add_route("*", "/{tail:.*}", answer)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, ip, 8080).start()
-        self._runners[pod["metadata"]["uid"]] = runner
+        await self._servers.serve(pod, ip, app)
 
     async def stop(self, pod: dict[str, Any], ip: str) -> None:
-        runner = self._runners.pop(pod["metadata"]["uid"], None)
-        if runner is not None:
-            await runner.cleanup()
+        await self._servers.stop(pod)
 
 
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
@@ -60,36 +55,24 @@ async def env() -> AsyncIterator[Environment]:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def setup(env: Environment) -> AsyncIterator[tuple[Client, str, str]]:
-    sim_client, client = env.new_client(), env.new_client()
-    simulator = Simulator(sim_client, pod_runtime=NamedRuntime())
-    task = asyncio.create_task(simulator.run())
-    await asyncio.wait_for(simulator.wait_ready(), WAIT)
-    assert simulator.gateway.served
-    ns = await env.create_namespace()
-    class_name = f"sim-{uuid.uuid4().hex[:6]}"
-    await client.create(CLASSES, gateway_class(class_name))
-    try:
-        yield client, ns, class_name
-    finally:
-        with contextlib.suppress(NotFound):
-            await client.delete(CLASSES, class_name)
-        await env.delete_namespace(ns)
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await client.close()
-        await sim_client.close()
+    async with running_simulator(env, pod_runtime=NamedRuntime()) as simulator:
+        assert simulator.gateway.served
+        client = env.new_client()
+        ns = await env.create_namespace()
+        class_name = f"sim-{uuid.uuid4().hex[:6]}"
+        await client.create(CLASSES, gateway_class(class_name))
+        try:
+            yield client, ns, class_name
+        finally:
+            with contextlib.suppress(NotFound):
+                await client.delete(CLASSES, class_name)
+            await env.delete_namespace(ns)
+            await client.close()
 
 
 async def until(what: str, probe: Callable[[], Any]) -> Any:
     """Poll ``probe`` (an async callable returning a truthy value when done), bounded by WAIT."""
-    async with asyncio.timeout(WAIT):
-        while True:
-            result = await probe()
-            if result:
-                return result
-            await asyncio.sleep(0.05)
-    raise AssertionError(what)
+    return await eventually(probe, what, WAIT, tolerate=())
 
 
 def cond(conditions: list[dict[str, Any]] | None, kind: str) -> dict[str, Any]:
@@ -298,15 +281,5 @@ async def _accepted_class(client: Client, name: str) -> dict[str, Any] | None:
 
 async def test_without_the_gateway_api_the_simulator_runs_without_it() -> None:
     async with Environment() as bare:
-        sim_client = bare.new_client()
-        simulator = Simulator(sim_client, pod_runtime=NamedRuntime())
-        task = asyncio.create_task(simulator.run())
-        try:
-            await asyncio.wait_for(simulator.wait_ready(), WAIT)
+        async with running_simulator(bare, pod_runtime=NamedRuntime()) as simulator:
             assert simulator.gateway.served is False
-            assert not task.done()
-        finally:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-            await sim_client.close()

@@ -7,7 +7,6 @@ Job's status and its Pods from the API server. Time is a FakeClock (activeDeadli
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,8 +15,8 @@ import pytest_asyncio
 from kuberay_py.client import Client, resources
 from kuberay_py.clock import FakeClock
 from kuberay_py.envtest import Environment
-from kuberay_py.envtest.sim import Simulator
-from tests.integration.test_simulator import WAIT, wait_for, wait_gone
+from tests.integration.test_simulator import wait_for, wait_gone
+from tests.sim_harness import running_simulator
 
 
 class ExitRuntime:
@@ -56,21 +55,14 @@ async def env() -> AsyncIterator[Environment]:
 async def sim(env: Environment) -> AsyncIterator[tuple[ExitRuntime, FakeClock, Client, str]]:
     clock = FakeClock()
     runtime = ExitRuntime()
-    sim_client = env.new_client()
-    simulator = Simulator(sim_client, pod_runtime=runtime, clock=clock, job_backoff_scale=0.0)
-    task = asyncio.create_task(simulator.run())
-    await asyncio.wait_for(simulator.wait_ready(), WAIT)
-    client = env.new_client()
-    ns = await env.create_namespace()
-    try:
-        yield runtime, clock, client, ns
-    finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
-        await env.delete_namespace(ns)
-        await client.close()
-        await sim_client.close()
+    async with running_simulator(env, pod_runtime=runtime, clock=clock, job_backoff_scale=0.0):
+        client = env.new_client()
+        ns = await env.create_namespace()
+        try:
+            yield runtime, clock, client, ns
+        finally:
+            await env.delete_namespace(ns)
+            await client.close()
 
 
 def job(name: str, **spec: Any) -> dict[str, Any]:

@@ -7,7 +7,6 @@ bounded by a generous timeout, never sleeps.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 from collections.abc import AsyncIterator, Callable
 from typing import Any
@@ -20,6 +19,7 @@ from kuberay_py.client import Client, NotFound, Resource, resources
 from kuberay_py.clock import FakeClock
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.sim import Simulator
+from tests.sim_harness import PodServers, running_simulator
 
 WAIT = 20.0  # bound for eventual consistency on a loaded machine, not a performance assertion
 PERIOD = 5
@@ -32,7 +32,7 @@ class WebRuntime:
     def __init__(self) -> None:
         self.answer: dict[str, str] = {}  # pod name -> body ("success" or anything else)
         self.starts: dict[str, int] = {}
-        self._runners: dict[str, web.AppRunner] = {}
+        self.servers = PodServers()
 
     async def start(self, pod: dict[str, Any], ip: str) -> None:
         name = pod["metadata"]["name"]
@@ -44,15 +44,10 @@ class WebRuntime:
 
         app = web.Application()
         app.router.add_get("/ready", ready)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        await web.TCPSite(runner, ip, 8080).start()
-        self._runners[pod["metadata"]["uid"]] = runner
+        await self.servers.serve(pod, ip, app)
 
     async def stop(self, pod: dict[str, Any], ip: str) -> None:
-        runner = self._runners.pop(pod["metadata"]["uid"], None)
-        if runner is not None:
-            await runner.cleanup()
+        await self.servers.stop(pod)
 
 
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
@@ -67,21 +62,14 @@ async def env() -> AsyncIterator[Environment]:
 async def sim(env: Environment) -> AsyncIterator[tuple[Simulator, WebRuntime, FakeClock, Client]]:
     clock = FakeClock()
     runtime = WebRuntime()
-    sim_client = env.new_client()
     network = env.claim_pod_network()
-    simulator = Simulator(sim_client, pod_runtime=runtime, clock=clock, network=network)
-    task = asyncio.create_task(simulator.run())
-    await asyncio.wait_for(simulator.wait_ready(), WAIT)
     client = env.new_client()
     try:
-        yield simulator, runtime, clock, client
+        async with running_simulator(env, pod_runtime=runtime, clock=clock, network=network) as simulator:
+            yield simulator, runtime, clock, client
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
         network.release()
         await client.close()
-        await sim_client.close()
 
 
 @pytest_asyncio.fixture(loop_scope="session")
@@ -395,7 +383,7 @@ async def test_terminating_pod_held_by_a_finalizer_is_a_terminating_endpoint(
         lambda p: p["metadata"].get("deletionGracePeriodSeconds") == 0,
         field_selector="metadata.name=held-0",
     )
-    assert pod["metadata"]["uid"] not in runtime._runners
+    assert not runtime.servers.serves(pod)
     await client.patch(resources.PODS, "held-0", {"metadata": {"finalizers": None}}, ns)
     await wait_gone(client, resources.PODS, "held-0", ns)
     await wait_for(
