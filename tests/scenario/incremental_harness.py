@@ -205,6 +205,21 @@ class Upgrade:
             return None
         return obj
 
+    async def serving(self, name: str) -> dict[str, Any]:
+        """The RayService once Ready and serving all its traffic from one cluster through its
+        HTTPRoute (one backend): the state an upgrade starts from."""
+
+        async def ready() -> dict[str, Any] | None:
+            svc = await self.get(name)
+            route = await self.route(name)
+            if condition(svc, "Ready").get("status") != "True" or route is None:
+                return None
+            backends = route["spec"]["rules"][0]["backendRefs"]
+            active = (svc.get("status") or {}).get("activeServiceStatus") or {}
+            return svc if len(backends) == 1 and active.get("trafficRoutedPercent") == 100 else None
+
+        return dict(await until(f"RayService {name} serving through its HTTPRoute", ready))
+
     async def gateway_url(self, name: str) -> str:
         async def programmed() -> str | None:
             try:

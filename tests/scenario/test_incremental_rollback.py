@@ -28,17 +28,6 @@ NAME = "inc"
 BATCH = 40
 
 
-async def serving(up: Upgrade) -> dict[str, Any]:
-    async def ready() -> dict[str, Any] | None:
-        svc = await up.get(NAME)
-        status = svc.get("status") or {}
-        if condition(svc, "Ready").get("status") != "True" or await up.route(NAME) is None:
-            return None
-        return svc if (status.get("activeServiceStatus") or {}).get("trafficRoutedPercent") == 100 else None
-
-    return dict(await until("serving through the HTTPRoute", ready))
-
-
 async def reach(up: Upgrade, what: str, pred: Callable[[tuple[Any, ...]], bool]) -> dict[str, Any]:
     """The RayService once (aTC, pTC, aTRP, pTRP) satisfies ``pred``."""
 
@@ -90,7 +79,7 @@ async def gone(up: Upgrade, cluster: str) -> bool:
 
 async def start(up: Upgrade) -> tuple[dict[str, Any], str, str]:
     await up.client.create(RAYSERVICES, incremental_service(NAME, price=3), up.namespace)
-    svc = await serving(up)
+    svc = await up.serving(NAME)
     return svc, svc["status"]["activeServiceStatus"]["rayClusterName"], await up.gateway_url(NAME)
 
 

@@ -33,21 +33,6 @@ BATCH = 40
 OLD, NEW = '"price": 3', '"price": 4'
 
 
-async def wait_serving(up: Upgrade) -> dict[str, Any]:
-    async def ready() -> dict[str, Any] | None:
-        svc = await up.get(NAME)
-        route = await up.route(NAME)
-        if condition(svc, "Ready").get("status") != "True" or route is None:
-            return None
-        backends = route["spec"]["rules"][0]["backendRefs"]
-        status = svc.get("status") or {}
-        if len(backends) != 1 or (status.get("activeServiceStatus") or {}).get("trafficRoutedPercent") != 100:
-            return None
-        return svc
-
-    return dict(await until("RayService serving through its HTTPRoute", ready))
-
-
 def backend_weights(route: dict[str, Any]) -> list[tuple[str, int]]:
     return [(b["name"], b.get("weight", 1)) for b in route["spec"]["rules"][0]["backendRefs"]]
 
@@ -78,7 +63,7 @@ def pending_steps(statuses: list[dict[str, Any]], cluster: str) -> list[tuple[An
 async def test_incremental_upgrade_under_traffic() -> None:
     async with open_upgrade() as up:
         await up.client.create(RAYSERVICES, incremental_service(NAME, price=3), up.namespace)
-        svc = await wait_serving(up)
+        svc = await up.serving(NAME)
         old_cluster = svc["status"]["activeServiceStatus"]["rayClusterName"]
         url = await up.gateway_url(NAME)
         stop_monitor = asyncio.Event()
