@@ -19,7 +19,6 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
-import pytest
 
 from kuberay_py.client import Client, resources
 from kuberay_py.clock import FakeClock
@@ -27,21 +26,13 @@ from kuberay_py.controller import Request, Result
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager, ManagerOptions
 from kuberay_py.manager.leaderelection import JITTER_FACTOR
+from tests.polling import eventually
 
 WAIT = 20.0  # bound for real I/O to settle on a loaded machine; not a performance assertion
 
 
 async def until(cond: Callable[[], Awaitable[Any] | Any], what: str) -> Any:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + WAIT
-    while loop.time() < deadline:
-        value = cond()
-        if asyncio.iscoroutine(value):
-            value = await value
-        if value:
-            return value
-        await asyncio.sleep(0.02)
-    pytest.fail(f"timed out waiting for {what}")
+    return await eventually(cond, what, WAIT, tolerate=())
 
 
 class Stamp:
