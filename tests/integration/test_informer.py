@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -14,6 +13,7 @@ from kuberay_py.cache import Cache, Informer
 from kuberay_py.client import Client, resources
 from kuberay_py.envtest import Environment
 from kuberay_py.objects import Obj
+from tests.running import running
 
 
 class Recorder:
@@ -46,19 +46,6 @@ class Recorder:
                 await self._changed.wait()
 
         await asyncio.wait_for(loop(), timeout)
-
-
-@asynccontextmanager
-async def running(runner: Informer | Cache) -> AsyncIterator[None]:
-    task = asyncio.create_task(runner.run())
-    try:
-        yield
-    finally:
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            pass
 
 
 def configmap(name: str, value: str = "1", labels: dict[str, str] | None = None) -> Obj:

@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import random
 import socket
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
@@ -14,21 +12,9 @@ import structlog
 from kuberay_py.cache import Informer
 from kuberay_py.client import Client, ClientConfig, resources
 from kuberay_py.clock import FakeClock
+from tests.running import running
 
 from .conftest import FakeApi, Recorder, until
-
-
-@asynccontextmanager
-async def running(informer: Informer) -> AsyncIterator[Informer]:
-    task = asyncio.create_task(informer.run())
-    try:
-        yield informer
-    finally:
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            pass
 
 
 def informer(client: Client, clock: FakeClock, **kw: Any) -> tuple[Informer, Recorder]:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -13,6 +11,7 @@ import pytest
 from kuberay_py.cache import INDEX_NAMESPACE, INDEX_OWNER, Backoff, Cache, CacheNotSynced, Store, label_index
 from kuberay_py.client import Client, resources
 from kuberay_py.clock import FakeClock
+from tests.running import running
 
 from .conftest import FakeApi, Recorder, until
 
@@ -82,19 +81,6 @@ def test_backoff_schedule_jitter_cap_and_reset() -> None:
 
 
 # -- Cache ---------------------------------------------------------------------------------------
-
-
-@asynccontextmanager
-async def running(cache: Cache) -> AsyncIterator[Cache]:
-    task = asyncio.create_task(cache.run())
-    try:
-        yield cache
-    finally:
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            pass
 
 
 async def test_cache_reads_from_memory_with_selector_and_indexes(api: FakeApi, client: Client) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import structlog
@@ -14,6 +12,7 @@ from kuberay_py.cache import Cache, Informer, strip_managed_fields
 from kuberay_py.client import Client, resources
 from kuberay_py.clock import FakeClock
 from kuberay_py.objects import Obj
+from tests.running import running
 
 from .conftest import FakeApi, until
 
@@ -49,19 +48,6 @@ def informer(client: Client, transform: Any) -> Informer:
     return Informer(
         client, resources.PODS, namespace="ns", clock=FakeClock(), rng=random.Random(1), transform=transform
     )
-
-
-@asynccontextmanager
-async def running(runner: Informer | Cache) -> AsyncIterator[None]:
-    task = asyncio.create_task(runner.run())
-    try:
-        yield
-    finally:
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            pass
 
 
 def all_slim(inf: Informer) -> bool:
