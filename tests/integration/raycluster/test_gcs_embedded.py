@@ -14,9 +14,10 @@ import pytest
 
 from controllers import constants as C
 from controllers.api.gates import ClusterGates
-from kuberay_py.client import Client, Conflict, NotFound
+from kuberay_py.client import Client, NotFound
 from kuberay_py.client.resources import EVENTS, PERSISTENTVOLUMECLAIMS, PODS
 from tests.integration.raycluster.conftest import sample_cluster
+from tests.live import update_live
 from tests.polling import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -38,15 +39,10 @@ async def notes(client: Client, ns: str, reason: str) -> list[str]:
 
 
 async def set_storage(client: Client, ns: str, name: str, storage: dict[str, Any]) -> None:
-    for _ in range(10):
-        body = await client.get(C.RAYCLUSTERS, name, ns)
+    def change(body: dict[str, Any]) -> None:
         body["spec"]["gcsFaultToleranceOptions"]["storage"] = storage
-        try:
-            await client.update(C.RAYCLUSTERS, body)
-            return
-        except Conflict:
-            continue
-    raise AssertionError("could not update the RayCluster")
+
+    await update_live(client, C.RAYCLUSTERS, name, ns, change)
 
 
 async def test_the_claim_is_created_owned_and_released_by_retain(

@@ -14,10 +14,11 @@ import pytest
 
 from controllers import constants as C
 from controllers.api.gates import ClusterGates
-from kuberay_py.client import Client, Conflict
+from kuberay_py.client import Client
 from kuberay_py.client.resources import EVENTS, NETWORKPOLICIES, PODS
 from tests.api_objects import controller_refs
 from tests.integration.raycluster.conftest import sample_cluster
+from tests.live import update_live
 from tests.polling import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -38,15 +39,12 @@ async def events(client: Client, ns: str, reason: str) -> list[str]:
 
 
 async def edit(client: Client, ns: str, name: str, change: Any) -> None:
-    for _ in range(10):
-        body = await client.get(C.RAYCLUSTERS, name, ns)
+    """``change`` the RayCluster's spec in place (what it returns is ignored)."""
+
+    def on_spec(body: dict[str, Any]) -> None:
         change(body["spec"])
-        try:
-            await client.update(C.RAYCLUSTERS, body)
-            return
-        except Conflict:
-            continue
-    raise AssertionError("could not update the RayCluster")
+
+    await update_live(client, C.RAYCLUSTERS, name, ns, on_spec)
 
 
 async def test_policies_follow_the_spec(start_gated: Any, rc_client: Client, rc_namespace: str) -> None:
