@@ -8,6 +8,7 @@ Debian's ``prometheus`` package (installed by ``.ci/run``) provides ``prometheus
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -61,6 +62,19 @@ def panel_queries() -> list[tuple[str, str]]:
     return [(title, target["expr"]) for title, target in dashboard_targets(dashboard())]
 
 
+@contextlib.contextmanager
+def scraping(tmp: Path, target: str, demo: Proc) -> Iterator[Prometheus]:
+    """Prometheus scraping the operator at ``target`` from the start (so the reconciles that make
+    the demo's samples ready fall inside the panels' rate windows; the samples' readiness gives the
+    Serve series values to show), once the operator's series and the rules have caught up."""
+    with running_prometheus(tmp, [service_monitor_scrape_config(target, pod=OPERATOR_POD)]) as api:
+        demo.wait_for(lambda s: s == "all objects are ready", timeout=240)
+        wait_for_scrapes(api, operator_job()[0])
+        wait_for_operator_to_report_ready(api)
+        wait_for_rules_to_see_now(api, operator_job()[0])
+        yield api
+
+
 @pytest.fixture(scope="module")
 def scraped_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
     tmp = tmp_path_factory.mktemp("prometheus")
@@ -68,13 +82,7 @@ def scraped_demo(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheu
     try:
         line = demo.wait_for(lambda s: s.startswith("operator running; metrics: "), timeout=120)
         target = line.rsplit("http://", 1)[1]
-        # Scraping from the start, so the reconciles that make the samples ready fall inside the
-        # panels' rate windows; the samples' readiness gives the Serve series values to show.
-        with running_prometheus(tmp, [service_monitor_scrape_config(target, pod=OPERATOR_POD)]) as api:
-            demo.wait_for(lambda s: s == "all objects are ready", timeout=240)
-            wait_for_scrapes(api, operator_job()[0])
-            wait_for_operator_to_report_ready(api)
-            wait_for_rules_to_see_now(api, operator_job()[0])
+        with scraping(tmp, target, demo) as api:
             yield api
     finally:
         demo.signal(2)
@@ -96,11 +104,7 @@ def scraped_without_leader_election(tmp_path_factory: pytest.TempPathFactory) ->
         election_off = "--enable-leader-election=false"
         op = Proc("run", "--kubeconfig", str(kubeconfig), *LOOPBACK, election_off, "--enable-metrics")
         target = op.json_log("serving", server="metrics", timeout=120)["url"].split("://", 1)[1]
-        with running_prometheus(tmp, [service_monitor_scrape_config(target, pod=OPERATOR_POD)]) as api:
-            demo.wait_for(lambda s: s == "all objects are ready", timeout=240)
-            wait_for_scrapes(api, operator_job()[0])
-            wait_for_operator_to_report_ready(api)
-            wait_for_rules_to_see_now(api, operator_job()[0])
+        with scraping(tmp, target, demo) as api:
             yield api
     finally:
         if op is not None:
