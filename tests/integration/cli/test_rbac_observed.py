@@ -24,8 +24,9 @@ from controllers.cli.flags import OperatorFlags
 from controllers.cli.operator import build_manager
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.raysim import RayPodRuntime
-from kuberay_py.client import Client, NotFound
+from kuberay_py.client import Client
 from kuberay_py.envtest import Environment
+from tests.api_objects import get_or_none
 from tests.polling import eventually
 from tests.unit.test_rbac import cluster_role, leader_election_role
 
@@ -86,18 +87,12 @@ def traced_session(client: Client, seen: set[Permission]) -> Any:
 
 
 async def _status(client: Client, res: Any, name: str) -> dict[str, Any]:
-    try:
-        return dict((await client.get(res, name, "default")).get("status") or {})
-    except NotFound:
-        return {}
+    obj = await get_or_none(client, res, name, "default")
+    return dict((obj or {}).get("status") or {})
 
 
 async def _gone(client: Client, res: Any, name: str) -> bool:
-    try:
-        await client.get(res, name, "default")
-    except NotFound:
-        return True
-    return False
+    return await get_or_none(client, res, name, "default") is None
 
 
 async def test_every_request_the_operator_sends_is_allowed_by_rbac(tmp_path: Path) -> None:

@@ -15,7 +15,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from controllers.constants import RAYCLUSTERS, RAYJOBS, RAYSERVICES
-from kuberay_py.client import ApiError, Client, NotFound
+from kuberay_py.client import ApiError, Client
+from tests.api_objects import get_or_none
 from tests.integration.webhook.conftest import Operator, sample
 from tests.polling import eventually
 
@@ -31,11 +32,7 @@ async def _refused(coro: Any) -> ApiError:
 
 
 async def _absent(client: Client, res: Any, name: str) -> bool:
-    try:
-        await client.get(res, name, "default")
-    except NotFound:
-        return True
-    return False
+    return await get_or_none(client, res, name, "default") is None
 
 
 async def test_duplicate_worker_group_names_are_refused_and_nothing_is_stored(client: Client) -> None:
