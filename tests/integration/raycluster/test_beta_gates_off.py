@@ -20,13 +20,13 @@ from kuberay_py.client import Client
 from kuberay_py.client.resources import PODS
 from tests.integration.raycluster.conftest import (
     all_running,
-    eventually,
     head_pods,
     list_pods,
     sample_cluster,
     worker_pods,
 )
 from tests.live import update_live
+from tests.polling import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
