@@ -24,7 +24,7 @@ import yaml
 from controllers.api.cron_schedule import ScheduleError, parse_schedule
 from controllers.api.errors import FieldError
 from controllers.api.gates import ClusterGates
-from controllers.api.names import dns1035_label_errors
+from controllers.api.names import object_name_problem
 from controllers.api.rayjob import (
     MANAGED_BY_VALUES,
     SUBMISSION_MODES,
@@ -67,13 +67,9 @@ def validate_rayjob_metadata(job: RayJob) -> list[FieldError]:
             if (job.metadata or {}).get("generateName")
             else [FieldError("metadata.name", prefix + "RayJob name is required", "metadata")]
         )
-    if len(name) > MAX_RAYJOB_NAME_LENGTH:
-        msg = f"RayJob name should be no more than {MAX_RAYJOB_NAME_LENGTH} characters"
-        errs.append(FieldError("metadata.name", prefix + msg, "metadata"))
-    dns = dns1035_label_errors(name)
-    if dns:
-        msg = f"RayJob name should be a valid DNS1035 label: [{', '.join(dns)}]"
-        errs.append(FieldError("metadata.name", prefix + msg, "metadata"))
+    problem = object_name_problem("RayJob", name, MAX_RAYJOB_NAME_LENGTH)
+    if problem is not None:
+        errs.append(FieldError("metadata.name", prefix + problem, "metadata"))
     return errs
 
 

@@ -13,6 +13,7 @@ __all__ = [
     "dns1035_label_errors",
     "dns1123_label_errors",
     "label_value_errors",
+    "object_name_problem",
     "parse_go_duration",
     "qualified_name_errors",
 ]
@@ -42,6 +43,18 @@ def dns1035_label_errors(value: str) -> list[str]:
         "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
         "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
     )
+
+
+def object_name_problem(kind: str, name: str, max_len: int) -> str | None:
+    """KubeRay's name check (``utils.Validate<Kind>Metadata``): only the first problem, length
+    before syntax, and the DNS-1035 errors as Go's ``%v`` prints a ``[]string`` (``[a b]``). The
+    controllers and the admission webhooks report this same text."""
+    if len(name) > max_len:
+        return f"{kind} name should be no more than {max_len} characters"
+    errs = dns1035_label_errors(name)
+    if errs:
+        return f"{kind} name should be a valid DNS1035 label: [{' '.join(errs)}]"
+    return None
 
 
 def dns1123_label_errors(value: str) -> list[str]:

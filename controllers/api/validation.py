@@ -24,7 +24,7 @@ from pydantic import BaseModel, ValidationError
 from controllers import constants as C
 from controllers.api.errors import Category, FieldError
 from controllers.api.gates import ClusterGates
-from controllers.api.names import dns1035_label_errors, parse_go_duration
+from controllers.api.names import object_name_problem, parse_go_duration
 from controllers.api.raycluster import RayCluster, RayClusterStatus
 from controllers.api.rayservice import RayService, RayServiceSpec, ServeConfigError, parse_serve_config
 from controllers.api.spec_validation import validate_raycluster_spec
@@ -83,16 +83,9 @@ def _name_errors(metadata: dict[str, Any] | None, kind: str, max_len: int) -> li
         if not (metadata or {}).get("generateName"):
             errs.append(FieldError("metadata.name", f"{kind} name is required", "metadata"))
         return errs
-    if len(name) > max_len:
-        errs.append(
-            FieldError(
-                "metadata.name", f"{kind} name should be no more than {max_len} characters", "metadata"
-            )
-        )
-    for msg in dns1035_label_errors(name):
-        errs.append(
-            FieldError("metadata.name", f"{kind} name should be a valid DNS1035 label: {msg}", "metadata")
-        )
+    problem = object_name_problem(kind, name, max_len)
+    if problem is not None:
+        errs.append(FieldError("metadata.name", problem, "metadata"))
     return errs
 
 

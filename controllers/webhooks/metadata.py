@@ -13,27 +13,16 @@ from collections.abc import Mapping
 
 from controllers import constants as C
 from controllers.api.job_validation import MAX_RAYJOB_NAME_LENGTH
-from controllers.api.names import dns1035_label_errors, parse_go_duration
+from controllers.api.names import object_name_problem, parse_go_duration
 
 __all__ = [
     "initializing_timeout_problem",
-    "name_problem",
     "raycluster_metadata_problem",
     "rayjob_metadata_problem",
     "rayservice_metadata_problem",
 ]
 
 _GO_INT = re.compile(r"[+-]?[0-9]+")  # what strconv.Atoi accepts (no spaces, no underscores)
-
-
-def name_problem(kind: str, name: str, max_len: int) -> str | None:
-    """Too long, or not a DNS-1035 label (Go prints the label errors as ``[a b]``)."""
-    if len(name) > max_len:
-        return f"{kind} name should be no more than {max_len} characters"
-    errs = dns1035_label_errors(name)
-    if errs:
-        return f"{kind} name should be a valid DNS1035 label: [{' '.join(errs)}]"
-    return None
 
 
 def initializing_timeout_problem(annotations: Mapping[str, str]) -> str | None:
@@ -57,16 +46,16 @@ def initializing_timeout_problem(annotations: Mapping[str, str]) -> str | None:
 
 
 def raycluster_metadata_problem(name: str) -> str | None:
-    return name_problem("RayCluster", name, C.MAX_RAYCLUSTER_NAME_LENGTH)
+    return object_name_problem("RayCluster", name, C.MAX_RAYCLUSTER_NAME_LENGTH)
 
 
 def rayjob_metadata_problem(name: str) -> str | None:
-    problem = name_problem("RayJob", name, MAX_RAYJOB_NAME_LENGTH)
+    problem = object_name_problem("RayJob", name, MAX_RAYJOB_NAME_LENGTH)
     return None if problem is None else f"The RayJob metadata is invalid: {problem}"
 
 
 def rayservice_metadata_problem(name: str, annotations: Mapping[str, str]) -> str | None:
-    problem = name_problem("RayService", name, C.MAX_RAYSERVICE_NAME_LENGTH)
+    problem = object_name_problem("RayService", name, C.MAX_RAYSERVICE_NAME_LENGTH)
     if problem is None:
         timeout = initializing_timeout_problem(annotations)
         problem = None if timeout is None else f"RayService annotations is invalid: {timeout}"

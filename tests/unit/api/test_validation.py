@@ -340,3 +340,26 @@ def test_initializing_timeout_accepts_seconds_and_durations() -> None:
     assert parse_initializing_timeout("10m") == 600.0
     with pytest.raises(ValueError):
         parse_initializing_timeout("-5m")
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        (
+            "1abc",
+            "RayCluster name should be a valid DNS1035 label: [a DNS-1035 label must consist of lower "
+            "case alphanumeric characters or '-', start with an alphabetic character, and end with an "
+            "alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is "
+            "'[a-z]([-a-z0-9]*[a-z0-9])?')]",
+        ),
+        ("A" * 60, "RayCluster name should be no more than 53 characters"),  # length only, as KubeRay
+    ],
+)
+def test_name_problem_is_kuberays_one_message(name: str, message: str) -> None:
+    """KubeRay's ``ValidateRayClusterMetadata`` stops at the first problem and prints the DNS-1035
+    errors as Go prints a ``[]string``; users grep for this text in events and status."""
+    obj = copy.deepcopy(CLUSTER)
+    obj["metadata"]["name"] = name
+    assert [(e.path, e.message) for e in validate_raycluster(obj) if e.path == "metadata.name"] == [
+        ("metadata.name", message)
+    ]

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from controllers.webhooks.metadata import initializing_timeout_problem, name_problem
+from controllers.api.names import object_name_problem
+from controllers.webhooks.metadata import initializing_timeout_problem
 from controllers.webhooks.validators import RAYCLUSTER, RAYJOB, RAYSERVICE
 from kuberay_py.webhook import InvalidField, StatusError, invalid
 
@@ -84,8 +85,9 @@ def test_initializing_timeout_as_kuberay_parses_it(value: str, problem: str | No
 
 
 def test_name_problem_reports_length_before_syntax() -> None:
-    assert name_problem("RayCluster", "A" * 60, 53) == "RayCluster name should be no more than 53 characters"
-    assert name_problem("RayCluster", "ok-name", 53) is None
+    too_long = "RayCluster name should be no more than 53 characters"
+    assert object_name_problem("RayCluster", "A" * 60, 53) == too_long
+    assert object_name_problem("RayCluster", "ok-name", 53) is None
 
 
 def test_invalid_status_for_simple_values() -> None:
