@@ -15,10 +15,8 @@ from __future__ import annotations
 
 from typing import Protocol, TypeVar
 
-from controllers.common.cache import CacheReader
 from controllers.common.memos import Memos
 from controllers.common.objects import managed_here, spec_of
-from kuberay_py.client import Resource
 from kuberay_py.controller import Request
 from kuberay_py.log import get_logger
 from kuberay_py.objects import Obj
@@ -53,15 +51,16 @@ class KeepsMemos(Protocol[M]):
     def forget(self, key: str) -> None: ...
 
 
-def load(cache: CacheReader, res: Resource, request: Request, memory: KeepsMemos[M]) -> tuple[Obj, M] | None:
+def load(cached: Obj | None, request: Request, memory: KeepsMemos[M]) -> tuple[Obj, M] | None:
     """The object a reconcile starts from and its memo; None when there is nothing to do: it left
-    the cache (``memory`` then forgets it), or ``spec.managedBy`` hands it to another controller
-    (e.g. MultiKueue), which every controller then leaves alone, status included.
+    the cache (``cached`` is None; ``memory`` then forgets it), or ``spec.managedBy`` hands it to
+    another controller (e.g. MultiKueue), which every controller then leaves alone, status
+    included.
 
-    The object is the cached one, or our own newer write of it while the watch lags behind.
+    The object is ``cached`` or our own newer write of it while the watch lags behind. The caller
+    reads the cache itself, with its own Resource, so the RBAC scan sees which informer it reads.
     """
     key = f"{request.namespace}/{request.name}"
-    cached = cache.get(res, request.name, request.namespace)
     if cached is None:
         memory.forget(key)
         return None

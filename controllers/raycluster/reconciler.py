@@ -75,7 +75,8 @@ class RayClusterReconciler:
         return self.deps.cache.list(PODS, request.namespace, labels={C.RAY_CLUSTER_LABEL_KEY: request.name})
 
     async def reconcile(self, request: Request) -> Result:
-        loaded = load(self.deps.cache, C.RAYCLUSTERS, request, self.memory)
+        cached = self.deps.cache.get(C.RAYCLUSTERS, request.name, request.namespace)
+        loaded = load(cached, request, self.memory)
         if loaded is None:
             return Result()
         cluster, memo = loaded

@@ -27,7 +27,8 @@ class RayCronJobReconciler:
         self.memory = Memory()
 
     async def reconcile(self, request: Request) -> Result:
-        loaded = load(self.deps.cache, C.RAYCRONJOBS, request, self.memory)
+        cached = self.deps.cache.get(C.RAYCRONJOBS, request.name, request.namespace)
+        loaded = load(cached, request, self.memory)
         if loaded is None:
             return Result()
         cron, memo = loaded

@@ -81,7 +81,8 @@ class RayJobReconciler:
         ctx.job = written
 
     async def reconcile(self, request: Request) -> Result:
-        loaded = load(self.deps.cache, C.RAYJOBS, request, self.memory)
+        cached = self.deps.cache.get(C.RAYJOBS, request.name, request.namespace)
+        loaded = load(cached, request, self.memory)
         if loaded is None:
             return Result()
         job, memo = loaded

@@ -104,7 +104,8 @@ class RayServiceReconciler:
         # Acting on a stale active/pending pair could create a second pending cluster or delete
         # the one just promoted: ``load`` hands out our own last status write while the cache
         # predates it.
-        loaded = load(self.deps.cache, c.RAYSERVICES, request, self.memory)
+        cached = self.deps.cache.get(c.RAYSERVICES, request.name, request.namespace)
+        loaded = load(cached, request, self.memory)
         if loaded is None:
             return Result()
         svc, memo = loaded

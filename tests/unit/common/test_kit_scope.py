@@ -58,22 +58,22 @@ def test_a_memo_lives_as_long_as_its_object_under_the_same_uid() -> None:
 def test_load_reads_our_write_while_the_cache_lags_and_forgets_a_gone_object() -> None:
     cache, memory, request = FakeCache(), Memory(), Request("ns", "j")
     cached = cache.put(C.RAYJOBS, job("u1", rv="1"))
-    loaded = load(cache, C.RAYJOBS, request, memory)
+    loaded = load(cache.get(C.RAYJOBS, "j", "ns"), request, memory)
     assert loaded is not None and loaded[0] is cached
     ours = job("u1", rv="2") | {"status": {"jobStatus": "RUNNING"}}
     remember_write(loaded[1], cached, ours)
-    assert load(cache, C.RAYJOBS, request, memory) == (ours, loaded[1])
+    assert load(cache.get(C.RAYJOBS, "j", "ns"), request, memory) == (ours, loaded[1])
     cache.remove(C.RAYJOBS, "ns", "j")
-    assert load(cache, C.RAYJOBS, request, memory) is None
+    assert load(cache.get(C.RAYJOBS, "j", "ns"), request, memory) is None
     assert memory.forgotten == ["ns/j"] and len(memory.memos) == 0
 
 
 def test_load_leaves_an_object_another_controller_manages_alone() -> None:
     cache, memory, request = FakeCache(), Memory(), Request("ns", "j")
     cache.put(C.RAYJOBS, job("u1") | {"spec": {"managedBy": "kueue.x-k8s.io/multikueue"}})
-    assert load(cache, C.RAYJOBS, request, memory) is None and memory.forgotten == []
+    assert load(cache.get(C.RAYJOBS, "j", "ns"), request, memory) is None and memory.forgotten == []
     cache.put(C.RAYJOBS, job("u1") | {"spec": {"managedBy": C.MANAGED_BY_KUBERAY}})
-    assert load(cache, C.RAYJOBS, request, memory) is not None
+    assert load(cache.get(C.RAYJOBS, "j", "ns"), request, memory) is not None
 
 
 def test_deps_are_frozen_and_ref_names_the_object() -> None:

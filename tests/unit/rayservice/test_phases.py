@@ -65,7 +65,7 @@ def test_load_reads_our_last_write_while_the_cache_predates_it(svc: Obj) -> None
     svc["metadata"]["resourceVersion"] = "10"
     kit.cache.put(c.RAYSERVICES, svc)
     memory = kit.ctx.memory
-    loaded = load(kit.cache, c.RAYSERVICES, REQ, memory)
+    loaded = load(kit.cache.get(c.RAYSERVICES, REQ.name, REQ.namespace), REQ, memory)
     assert loaded is not None and loaded[0] is svc
     memo = loaded[1]
     ours = {
@@ -75,11 +75,11 @@ def test_load_reads_our_last_write_while_the_cache_predates_it(svc: Obj) -> None
     }
     remember_write(memo, svc, ours)
     # the cache still shows the version our write replaced: our write, with no request sent
-    assert load(kit.cache, c.RAYSERVICES, REQ, memory) == (ours, memo)
+    assert load(kit.cache.get(c.RAYSERVICES, REQ.name, REQ.namespace), REQ, memory) == (ours, memo)
     assert kit.client.requests == []
     caught_up = {**ours, "metadata": {**ours["metadata"], "resourceVersion": "12"}}
     kit.cache.put(c.RAYSERVICES, caught_up)
-    assert load(kit.cache, c.RAYSERVICES, REQ, memory) == (caught_up, memo)
+    assert load(kit.cache.get(c.RAYSERVICES, REQ.name, REQ.namespace), REQ, memory) == (caught_up, memo)
     assert memo.written is None
 
 
