@@ -159,6 +159,8 @@ async def watching(rig: Rig, serve_service: str) -> AsyncIterator[Churn]:
             res, rig.namespace, resource_version=rv, label_selector=slices_of.get(res.kind)
         )
         async for event in events:
+            if event["type"] == "BOOKMARK":  # a resourceVersion only (the client asks for them)
+                continue
             meta = event["object"]["metadata"]
             if res is ENDPOINTSLICES:
                 if event["type"] == "DELETED":

@@ -185,8 +185,10 @@ async def test_ray_job__ray_job_controller_recreates_the_head_pod_if_it_is_delet
     async def new_head() -> str:
         async with contextlib.aclosing(watch) as events:
             async for event in events:
+                if event["type"] != "ADDED":  # BOOKMARKs carry no name
+                    continue
                 pod_name = event["object"]["metadata"]["name"]
-                if event["type"] == "ADDED" and pod_name != head["metadata"]["name"]:
+                if pod_name != head["metadata"]["name"]:
                     return str(pod_name)
         return ""
 
