@@ -105,7 +105,6 @@ FEATURE_GATES: dict[str, bool] = {
 }
 
 
-
 def parse_feature_gates(value: str) -> dict[str, bool]:
     """``A=true,B=false`` over the defaults, as k8s.io/component-base's ``featuregate.Set``.
 

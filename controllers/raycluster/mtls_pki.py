@@ -395,4 +395,3 @@ class MTLSReconciler:
                     f"TLS certificate {cert_name} expires in {remaining / 3600:.1f} hours; "
                     "Ray does not hot-reload certs so a pod restart will be needed after renewal",
                 )
-

@@ -25,6 +25,7 @@ __all__ = [
     "service_ports",
 ]
 
+
 def build_serve_service(cluster: dict[str, Any]) -> dict[str, Any] | None:
     """``<cluster>-serve-svc`` for a plain cluster annotated ``ray.io/enable-serve-service``.
 

@@ -185,7 +185,6 @@ def copy_cluster_statuses(
         sub["rayClusterStatus"] = _go_cluster_status(cluster.get("status") if cluster is not None else None)
 
 
-
 def kuberay_status_shape(status: Mapping[str, Any]) -> dict[str, Any]:
     """The status as KubeRay's Go types serialise it (a copy).
 

@@ -128,8 +128,13 @@ class Builder:
         cache = self._cache
         if self._for is not None:
             primary, preds = self._for
-            controller.watch(cache.informer_for(primary), request_for_object, preds,
-                             source=f"for {primary.kind}", map_old_on_update=False)
+            controller.watch(
+                cache.informer_for(primary),
+                request_for_object,
+                preds,
+                source=f"for {primary.kind}",
+                map_old_on_update=False,
+            )
             for res, preds, only_controller in self._owns:
                 owner_of = requests_for_owner(primary, only_controller=only_controller)
                 controller.watch(cache.informer_for(res), owner_of, preds, source=f"owns {res.kind}")

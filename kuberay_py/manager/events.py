@@ -245,8 +245,12 @@ class EventBroadcaster:
             return
         if len(self._creates) >= self.max_pending:
             DROPPED_TOTAL.labels("buffer_full").inc()
-            log.warning("event buffer full, dropping event", reason=body["reason"],
-                        regarding=body["regarding"].get("name"), pending=len(self._creates))
+            log.warning(
+                "event buffer full, dropping event",
+                reason=body["reason"],
+                regarding=body["regarding"].get("name"),
+                pending=len(self._creates),
+            )
             if series.count == 1:
                 del self._series[key]
             return
@@ -286,8 +290,11 @@ class EventBroadcaster:
             del self._series[key]
         for key in list(itertools.islice(self._series, 8)):  # expire a few stale ones per call
             series = self._series[key]
-            if (key not in self._creates and key not in self._patches
-                    and now - series.last_mono > self.aggregation_window):
+            if (
+                key not in self._creates
+                and key not in self._patches
+                and now - series.last_mono > self.aggregation_window
+            ):
                 del self._series[key]
 
     # -- writer side ---------------------------------------------------------------------------
@@ -351,8 +358,12 @@ class EventBroadcaster:
             try:
                 if series.name is not None:
                     try:
-                        await self.client.patch(resources.EVENTS, series.name,
-                                                {"series": self._series_field(series)}, series.namespace)
+                        await self.client.patch(
+                            resources.EVENTS,
+                            series.name,
+                            {"series": self._series_field(series)},
+                            series.namespace,
+                        )
                         EVENTS_TOTAL.labels("patch", "success").inc()
                         self._written(key, series, count, created=False)
                         return
@@ -402,8 +413,13 @@ class EventBroadcaster:
     def _failed(self, series: _Series, err: Exception) -> None:
         EVENTS_TOTAL.labels("create" if series.name is None else "patch", "error").inc()
         DROPPED_TOTAL.labels("write_failed").inc()
-        log.error("could not write event", reason=series.body["reason"],
-                  regarding=series.body["regarding"].get("name"), namespace=series.namespace, error=str(err))
+        log.error(
+            "could not write event",
+            reason=series.body["reason"],
+            regarding=series.body["regarding"].get("name"),
+            namespace=series.namespace,
+            error=str(err),
+        )
 
 
 class EventRecorder:
@@ -449,7 +465,15 @@ class EventRecorder:
         # client-go's getKey: the note is not part of it (a burst of "Created worker Pod X",
         # "Created worker Pod Y" ... is one series, shown with the first note).
         key: _SeriesKey = (
-            regarding.get("apiVersion", ""), regarding["kind"], namespace, regarding["name"],
-            regarding.get("uid", ""), reason, act, type_, self.component, self.instance,
+            regarding.get("apiVersion", ""),
+            regarding["kind"],
+            namespace,
+            regarding["name"],
+            regarding.get("uid", ""),
+            reason,
+            act,
+            type_,
+            self.component,
+            self.instance,
         )
         self._broadcaster._record(key, namespace, body)

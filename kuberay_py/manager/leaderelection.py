@@ -280,8 +280,11 @@ class LeaderElector:
             try:
                 await self._call(lambda: self.lock.update(renewed), deadline)
             except Exception as err:
-                log.warning("failed to update lock optimistically, falling back to slow path",
-                            lease=self.lock.describe(), error=str(err))
+                log.warning(
+                    "failed to update lock optimistically, falling back to slow path",
+                    lease=self.lock.describe(),
+                    error=str(err),
+                )
             else:
                 self._set_observed(renewed)
                 return True
@@ -293,8 +296,11 @@ class LeaderElector:
             try:
                 await self._call(lambda: self.lock.create(desired), deadline)
             except Exception as err:
-                log.warning("error initially creating leader election record",
-                            lease=self.lock.describe(), error=str(err))
+                log.warning(
+                    "error initially creating leader election record",
+                    lease=self.lock.describe(),
+                    error=str(err),
+                )
                 return False
             self._set_observed(desired)
             return True
@@ -306,14 +312,16 @@ class LeaderElector:
         if old != self.observed_record:
             self._set_observed(old)
         if old.holder_identity and self._is_lease_valid(self.clock.now()) and not self.is_leader():
-            log.debug("lock is held and has not yet expired", lease=self.lock.describe(),
-                      holder=old.holder_identity)
+            log.debug(
+                "lock is held and has not yet expired", lease=self.lock.describe(), holder=old.holder_identity
+            )
             return False
 
         # 4. Take over (or renew through the slow path).
         if self.is_leader():
-            desired = replace(desired, acquire_time=old.acquire_time,
-                              leader_transitions=old.leader_transitions)
+            desired = replace(
+                desired, acquire_time=old.acquire_time, leader_transitions=old.leader_transitions
+            )
             SLOWPATH_TOTAL.labels(name=self.name).inc()
         else:
             desired = replace(desired, leader_transitions=old.leader_transitions + 1)
@@ -354,8 +362,12 @@ class LeaderElector:
             self._report_transition()
             if not renewed:
                 MASTER_STATUS.labels(name=self.name).set(0)
-                log.error("failed to renew lease, leadership lost", lease=self.lock.describe(),
-                          identity=self.identity, renew_deadline=self.renew_deadline)
+                log.error(
+                    "failed to renew lease, leadership lost",
+                    lease=self.lock.describe(),
+                    identity=self.identity,
+                    renew_deadline=self.renew_deadline,
+                )
                 return
             await self._sleep(self.retry_period)
 

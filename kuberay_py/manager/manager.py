@@ -93,21 +93,28 @@ class Manager:
         await mgr.run()   # returns on SIGTERM after draining; raises LeaderElectionLost
     """
 
-    def __init__(self, config: ClientConfig, options: ManagerOptions | None = None, *,
-                 clock: Clock | None = None) -> None:
+    def __init__(
+        self, config: ClientConfig, options: ManagerOptions | None = None, *, clock: Clock | None = None
+    ) -> None:
         self.options = options = options or ManagerOptions()
         self.clock: Clock = clock or RealClock()
         self._retry_limiter()  # bad retry options fail here, not at the first controller
         self.client = Client(config, clock=self.clock)
-        self.cache = Cache(self.client, namespaces=options.namespaces, selectors=options.cache_selectors,
-                           transforms=options.cache_transforms, resync_period=options.sync_period,
-                           clock=self.clock)
+        self.cache = Cache(
+            self.client,
+            namespaces=options.namespaces,
+            selectors=options.cache_selectors,
+            transforms=options.cache_transforms,
+            resync_period=options.sync_period,
+            clock=self.clock,
+        )
         # Events get their own client, hence their own QPS/burst bucket, as controller-runtime's
         # recorder provider builds its own events/v1 clientset from the rest config: an event
         # storm must not delay the controllers' Pod creates and status writes.
         self.events_client = Client(config, clock=self.clock)
-        self.events = EventBroadcaster(self.events_client, clock=self.clock,
-                                       max_pending=options.event_buffer_size)
+        self.events = EventBroadcaster(
+            self.events_client, clock=self.clock, max_pending=options.event_buffer_size
+        )
         self.elector: LeaderElector | None = None
         self.lease_client: Client | None = None  # the Lease's client (self.client unless threaded)
         self._lease_thread: LeaseThread | None = None
@@ -116,14 +123,22 @@ class Manager:
             # so a busy loop cannot starve renewals (lease_thread.py); virtual time is one loop's.
             threaded = options.leader_election_thread and isinstance(self.clock, RealClock)
             self.lease_client = lease_client = Client(config, clock=self.clock) if threaded else self.client
-            lock = LeaseLock(lease_client, _leader_election_namespace(options), options.leader_election_id,
-                             options.leader_election_identity)
+            lock = LeaseLock(
+                lease_client,
+                _leader_election_namespace(options),
+                options.leader_election_id,
+                options.leader_election_identity,
+            )
             if threaded:
                 name = f"leader-election:{options.leader_election_id}"
                 self._lease_thread = LeaseThread(name, lease_client)
             self.elector = LeaderElector(
-                lock, name=options.leader_election_id, lease_duration=options.lease_duration,
-                renew_deadline=options.renew_deadline, retry_period=options.retry_period, clock=self.clock,
+                lock,
+                name=options.leader_election_id,
+                lease_duration=options.lease_duration,
+                renew_deadline=options.renew_deadline,
+                retry_period=options.retry_period,
+                clock=self.clock,
             )
         self.healthz = HealthChecks("/healthz")
         self.readyz = HealthChecks("/readyz")
@@ -159,12 +174,18 @@ class Manager:
         """A builder whose finished controller this manager runs (after winning the lease)."""
         if name in self._controllers:
             raise ValueError(f"controller name {name!r} is already used; names must be unique")
-        return Builder(name, self.cache, clock=self.clock, rate_limiter_factory=self._retry_limiter,
-                       on_complete=self._add_controller)
+        return Builder(
+            name,
+            self.cache,
+            clock=self.clock,
+            rate_limiter_factory=self._retry_limiter,
+            on_complete=self._add_controller,
+        )
 
     def _retry_limiter(self) -> RateLimiter:
-        return default_rate_limiter(clock=self.clock, qps=self.options.reconcile_retry_qps,
-                                    burst=self.options.reconcile_retry_burst)
+        return default_rate_limiter(
+            clock=self.clock, qps=self.options.reconcile_retry_qps, burst=self.options.reconcile_retry_burst
+        )
 
     def _add_controller(self, controller: Controller) -> None:
         if controller.name in self._controllers:
@@ -176,8 +197,14 @@ class Manager:
     def controllers(self) -> dict[str, Controller]:
         return dict(self._controllers)
 
-    def add_runnable(self, fn: Callable[[], Awaitable[None]], *, needs_leader_election: bool = True,
-                     name: str | None = None, stop: Callable[[], None] | None = None) -> None:
+    def add_runnable(
+        self,
+        fn: Callable[[], Awaitable[None]],
+        *,
+        needs_leader_election: bool = True,
+        name: str | None = None,
+        stop: Callable[[], None] | None = None,
+    ) -> None:
         """Run ``fn`` with the manager. Leader-only runnables start after the lease is won.
 
         ``stop`` (optional) is called at shutdown to ask ``fn`` to finish on its own; otherwise it
@@ -234,8 +261,9 @@ class Manager:
 
     def _on_signal(self, signum: int) -> None:
         if self._stop_requested.is_set():
-            log.warning("second signal received, cancelling the graceful shutdown",
-                        signal=signal.Signals(signum).name)
+            log.warning(
+                "second signal received, cancelling the graceful shutdown", signal=signal.Signals(signum).name
+            )
             self._force.set()
             return
         log.info("signal received, shutting down", signal=signal.Signals(signum).name)
@@ -254,8 +282,11 @@ class Manager:
                 loop.add_signal_handler(sig, self._on_signal, sig)
             except (ValueError, RuntimeError, NotImplementedError) as err:  # not the main thread
                 previous.pop(sig, None)
-                log.warning("cannot install signal handler; stop the manager with stop()",
-                            signal=sig.name, error=str(err))
+                log.warning(
+                    "cannot install signal handler; stop the manager with stop()",
+                    signal=sig.name,
+                    error=str(err),
+                )
         try:
             yield
         finally:
@@ -336,8 +367,11 @@ class Manager:
         if self._hold_scope.cancel_called:
             return
         # Lost, possibly in the middle of a graceful drain: stop reconciling at once either way.
-        log.error("leader election lost, stopping at once", lease=self.options.leader_election_id,
-                  during_shutdown=self._stopping)
+        log.error(
+            "leader election lost, stopping at once",
+            lease=self.options.leader_election_id,
+            during_shutdown=self._stopping,
+        )
         self._lost = True
         self._force.set()
         self._stop_requested.set()
@@ -380,4 +414,3 @@ class Manager:
         if self._lease_thread is not None:
             return await self._lease_thread.run(fn)
         return await fn()
-

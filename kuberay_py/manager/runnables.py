@@ -148,8 +148,9 @@ class RunnableGroup:
                 [self._idle.wait()], timeout, clock, abort=abort
             )
         if not graceful:
-            log.warning("runnables did not stop in time, cancelling them", group=self.name,
-                        still_running=self._active)
+            log.warning(
+                "runnables did not stop in time, cancelling them", group=self.name, still_running=self._active
+            )
         if self._scope is not None:
             self._scope.cancel()
             await self._finished.wait()

@@ -110,8 +110,13 @@ class _WorkqueueCollector(Collector):
 
     @staticmethod
     def _families() -> tuple[
-        GaugeMetricFamily, CounterMetricFamily, HistogramMetricFamily, HistogramMetricFamily,
-        GaugeMetricFamily, GaugeMetricFamily, CounterMetricFamily,
+        GaugeMetricFamily,
+        CounterMetricFamily,
+        HistogramMetricFamily,
+        HistogramMetricFamily,
+        GaugeMetricFamily,
+        GaugeMetricFamily,
+        CounterMetricFamily,
     ]:
         labels = ["name", "controller"]
         return (

@@ -44,11 +44,16 @@ class ChildMirror:
         child = self.cache.get(SECRETS, child_name, request.namespace)
         if child is None:
             ref = {
-                "apiVersion": "v1", "kind": "ConfigMap", "name": owner["metadata"]["name"],
-                "uid": owner["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True,
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "name": owner["metadata"]["name"],
+                "uid": owner["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
             }
             body = {
-                "apiVersion": "v1", "kind": "Secret",
+                "apiVersion": "v1",
+                "kind": "Secret",
                 "metadata": {"name": child_name, "labels": {"v": "1"}, "ownerReferences": [ref]},
             }
             with contextlib.suppress(AlreadyExists):  # the cache may not have caught up yet
@@ -116,10 +121,16 @@ async def test_owned_object_change_reconciles_its_owner(k8s: Client, namespace: 
         await eventually(recreated, "the owner to recreate its deleted child")
         await eventually(lambda: mirrored("1"), "the owner to mirror the recreated child")
 
-        assert (registry.get_sample_value(
-            "controller_runtime_reconcile_total", {"controller": "toy-owns", "result": "success"}) or 0) >= 4
-        assert registry.get_sample_value(
-            "controller_runtime_reconcile_errors_total", {"controller": "toy-owns"}) == 0
+        assert (
+            registry.get_sample_value(
+                "controller_runtime_reconcile_total", {"controller": "toy-owns", "result": "success"}
+            )
+            or 0
+        ) >= 4
+        assert (
+            registry.get_sample_value("controller_runtime_reconcile_errors_total", {"controller": "toy-owns"})
+            == 0
+        )
 
 
 async def test_objects_without_a_matching_controller_reference_do_not_reconcile(

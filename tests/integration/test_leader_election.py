@@ -50,9 +50,9 @@ class Stamp:
         return Result()
 
 
-def make_manager(env: Environment, namespace: str, lease: str, who: str, clock: FakeClock) -> tuple[
-    Manager, Stamp
-]:
+def make_manager(
+    env: Environment, namespace: str, lease: str, who: str, clock: FakeClock
+) -> tuple[Manager, Stamp]:
     opts = ManagerOptions(
         metrics_bind_address="0",
         health_probe_bind_address="127.0.0.1:0",
@@ -90,8 +90,10 @@ async def next_attempt(mgr: Manager, clock: FakeClock) -> None:
     assert elector.next_attempt_at is not None
     before = elector.attempts
     await clock.advance(max(0.0, elector.next_attempt_at - clock.now()))
-    await until(lambda: elector.attempts > before and (elector.next_attempt_at is not None
-                                                      or mgr.elected.is_set()), "the attempt to finish")
+    await until(
+        lambda: elector.attempts > before and (elector.next_attempt_at is not None or mgr.elected.is_set()),
+        "the attempt to finish",
+    )
 
 
 @contextlib.asynccontextmanager
@@ -149,7 +151,7 @@ async def test_only_the_leader_runs_controllers_and_a_crash_hands_over_after_the
             assert lease["spec"]["leaseTransitions"] == 1
             await until(lambda: stamp_b.requests, "the new leader to reconcile")
             await k8s.patch(resources.CONFIGMAPS, "cm1", {"data": {"k": "v"}}, namespace)
-            await until(lambda: (_eq(reconciled_by(k8s, namespace, "cm1"), "b")), "the new leader to own cm1")
+            await until(lambda: _eq(reconciled_by(k8s, namespace, "cm1"), "b"), "the new leader to own cm1")
             assert len(stamp_a.requests) >= 1
 
 

@@ -48,8 +48,11 @@ class Patcher:
 
 
 def options(namespace: str, **kw: Any) -> ManagerOptions:
-    base: dict[str, Any] = {"metrics_bind_address": "0", "health_probe_bind_address": "127.0.0.1:0",
-                            "namespaces": [namespace]}
+    base: dict[str, Any] = {
+        "metrics_bind_address": "0",
+        "health_probe_bind_address": "127.0.0.1:0",
+        "namespaces": [namespace],
+    }
     base.update(kw)
     return ManagerOptions(**base)
 
@@ -94,9 +97,16 @@ async def _ok(url: str) -> bool:
 async def test_sigterm_finishes_the_inflight_reconcile_releases_the_lease_and_returns(
     envtest: Environment, k8s: Client, namespace: str
 ) -> None:
-    mgr = Manager(envtest.client_config, options(
-        namespace, leader_election=True, leader_election_namespace=namespace, leader_election_id="drain",
-        leader_election_identity="drainer"))
+    mgr = Manager(
+        envtest.client_config,
+        options(
+            namespace,
+            leader_election=True,
+            leader_election_namespace=namespace,
+            leader_election_id="drain",
+            leader_election_identity="drainer",
+        ),
+    )
     patcher = Patcher(mgr.client)
     mgr.controller("drain").for_(resources.CONFIGMAPS).complete(patcher)
     run = asyncio.create_task(mgr.run(install_signal_handlers=True))
@@ -136,8 +146,11 @@ async def test_repeated_events_are_one_events_k8s_io_object_with_a_series_count(
     run = asyncio.create_task(mgr.run(install_signal_handlers=False))
     try:
         await asyncio.wait_for(mgr.elected.wait(), WAIT)
-        cm = await k8s.create(resources.CONFIGMAPS, {"apiVersion": "v1", "kind": "ConfigMap",
-                                                     "metadata": {"name": "evented"}}, namespace)
+        cm = await k8s.create(
+            resources.CONFIGMAPS,
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "evented"}},
+            namespace,
+        )
         cm.setdefault("apiVersion", "v1")
         cm.setdefault("kind", "ConfigMap")
         recorder = mgr.event_recorder("kuberay-operator")

@@ -65,8 +65,9 @@ class Worker:
         if request.name == "block":
             self.entered.set()
             await self.release.wait()
-        cm = await self.client.patch(resources.CONFIGMAPS, request.name, {"data": {"seen": "yes"}},
-                                     request.namespace)
+        cm = await self.client.patch(
+            resources.CONFIGMAPS, request.name, {"data": {"seen": "yes"}}, request.namespace
+        )
         self.recorder.event(cm, "Normal", "Seen", f"reconciled {request.name}")
         return Result()
 
@@ -75,8 +76,12 @@ async def test_metrics_endpoint_exposes_runtime_metrics_with_values_after_work(
     envtest: Environment, k8s: Client, namespace: str
 ) -> None:
     opts = ManagerOptions(
-        metrics_bind_address="127.0.0.1:0", health_probe_bind_address="0", namespaces=[namespace],
-        leader_election=True, leader_election_namespace=namespace, leader_election_id="metrics-lease",
+        metrics_bind_address="127.0.0.1:0",
+        health_probe_bind_address="0",
+        namespaces=[namespace],
+        leader_election=True,
+        leader_election_namespace=namespace,
+        leader_election_id="metrics-lease",
     )
     mgr = Manager(envtest.client_config, opts)
     worker = Worker(mgr.client, mgr.event_recorder("metrics-test"))
@@ -102,8 +107,10 @@ async def test_metrics_endpoint_exposes_runtime_metrics_with_values_after_work(
 
         async def in_flight() -> Samples | None:
             s = await scrape(str(mgr.metrics_url))
-            busy = (value(s, "workqueue_unfinished_work_seconds", name=CONTROLLER) > 0
-                    and value(s, "workqueue_depth", name=CONTROLLER) > 0)
+            busy = (
+                value(s, "workqueue_unfinished_work_seconds", name=CONTROLLER) > 0
+                and value(s, "workqueue_depth", name=CONTROLLER) > 0
+            )
             return s if busy else None
 
         during = await until(in_flight, "in-flight workqueue gauges")

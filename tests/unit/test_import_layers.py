@@ -120,7 +120,11 @@ def test_the_checker_catches_a_higher_layer_import(tmp_path: Path) -> None:
     assert "kuberay_py.controller" in targets
     assert "kuberay_py.cache" in targets
     assert {_unit(t) for t in targets} - ALLOWED["workqueue"] - {None} == {
-        "client", "manager", "controller", "cache"}
+        "client",
+        "manager",
+        "controller",
+        "cache",
+    }
 
 
 @pytest.mark.parametrize("unit", sorted(BASE))

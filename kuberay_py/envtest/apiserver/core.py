@@ -26,7 +26,6 @@ from .validation import forbidden, invalid, validate_metadata
 __all__ = ["ApiCore", "KindHooks", "Obj"]
 
 
-
 class KindHooks(Protocol):
     """Per-kind behaviour (defaulting, extra validation, side effects) layered on the generic rules."""
 

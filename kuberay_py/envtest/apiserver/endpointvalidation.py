@@ -49,9 +49,7 @@ def endpoint_ip_problems(address: str, *, accept_loopback: bool = False) -> list
 _NOT_AN_IP = "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"
 
 
-def _address_problems(
-    address: str, address_type: str, accept_loopback: bool
-) -> tuple[list[str], list[str]]:
+def _address_problems(address: str, address_type: str, accept_loopback: bool) -> tuple[list[str], list[str]]:
     """(problems reported at ``addresses``, problems reported at ``addresses[j]``).
 
     kube-apiserver v1.36 reports an address that is no IP, or one of the other family, against

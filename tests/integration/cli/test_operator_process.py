@@ -27,6 +27,8 @@ def _lease_holder(kubeconfig: Path, lease_path: str) -> str:
     """The Lease's holder, or "" while the operator has not created it yet."""
     lease = kube_get_or_none(kubeconfig, lease_path) or {}
     return str((lease.get("spec") or {}).get("holderIdentity") or "")
+
+
 def _operator(kubeconfig: Path, *extra: str) -> tuple[Proc, str]:
     op = Proc(
         "run",

@@ -118,6 +118,7 @@ async def test_crd_deletion_waits_for_custom_resource_finalizers(
         },
     )
     await k8s.delete(r.CRDS, name)
+
     async def terminating() -> bool:
         held = await k8s.request("GET", f"{path}/held")
         return bool(held["metadata"].get("deletionTimestamp"))

@@ -38,12 +38,17 @@ def metric(name: str, controller: str, **labels: str) -> float | None:
     return registry.get_sample_value(name, {"controller": controller, **labels})
 
 
-async def start(cache: Any, fn: Callable[[Request], Awaitable[Result]], *, workers: int = 1
-                ) -> tuple[Controller, FnReconciler, FakeClock, asyncio.Task[None]]:
+async def start(
+    cache: Any, fn: Callable[[Request], Awaitable[Result]], *, workers: int = 1
+) -> tuple[Controller, FnReconciler, FakeClock, asyncio.Task[None]]:
     clock = FakeClock()
     rec = FnReconciler(fn)
-    c = (Builder(f"ctl-{next(_n)}", cache, clock=clock).for_(RAYCLUSTERS)
-         .with_options(max_concurrent_reconciles=workers).complete(rec))
+    c = (
+        Builder(f"ctl-{next(_n)}", cache, clock=clock)
+        .for_(RAYCLUSTERS)
+        .with_options(max_concurrent_reconciles=workers)
+        .complete(rec)
+    )
     task = asyncio.create_task(c.run())
     await settle()
     return c, rec, clock, task
@@ -267,8 +272,12 @@ async def test_workers_start_only_after_caches_sync(unsynced_cache: Any) -> None
 
 async def test_cache_sync_timeout_fails_run_clearly(unsynced_cache: Any) -> None:
     clock = FakeClock()
-    c = (Builder("ctl-sync-timeout", unsynced_cache, clock=clock).for_(RAYCLUSTERS)
-         .with_options(cache_sync_timeout=120).complete(FnReconciler(ok)))
+    c = (
+        Builder("ctl-sync-timeout", unsynced_cache, clock=clock)
+        .for_(RAYCLUSTERS)
+        .with_options(cache_sync_timeout=120)
+        .complete(FnReconciler(ok))
+    )
     task = asyncio.create_task(c.run())
     await settle()
     await clock.advance(120)
@@ -339,6 +348,7 @@ async def test_reconciler_error_is_one_json_line_with_context_and_traceback(cach
     buf = io.StringIO()
     configure(fmt="json", level="info", stream=buf)
     try:
+
         async def boom(_: Request) -> Result:
             raise KeyError("spec")
 

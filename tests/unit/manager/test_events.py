@@ -48,8 +48,11 @@ class FakeEventsClient:
         return self.events[key]
 
 
-POD = {"apiVersion": "v1", "kind": "Pod",
-       "metadata": {"name": "head-0", "namespace": "ns1", "uid": "u-1", "resourceVersion": "7"}}
+POD = {
+    "apiVersion": "v1",
+    "kind": "Pod",
+    "metadata": {"name": "head-0", "namespace": "ns1", "uid": "u-1", "resourceVersion": "7"},
+}
 
 
 @pytest.fixture
@@ -70,8 +73,14 @@ async def test_first_event_creates_an_events_k8s_io_v1_event(env: Any) -> None:
     ev = client.events[(ns, name)]
     assert ns == "ns1" and name.startswith("head-0.")
     assert ev["apiVersion"] == "events.k8s.io/v1" and ev["kind"] == "Event"
-    assert ev["regarding"] == {"apiVersion": "v1", "kind": "Pod", "name": "head-0", "namespace": "ns1",
-                               "uid": "u-1", "resourceVersion": "7"}
+    assert ev["regarding"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": "head-0",
+        "namespace": "ns1",
+        "uid": "u-1",
+        "resourceVersion": "7",
+    }
     assert ev["reason"] == "CreatedHeadPod" and ev["action"] == "CreatedHeadPod"
     assert ev["note"] == "Created head pod head-0" and ev["type"] == "Normal"
     assert ev["reportingController"] == "kuberay-operator"

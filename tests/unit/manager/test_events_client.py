@@ -51,7 +51,8 @@ async def test_an_event_storm_does_not_spend_the_controllers_request_tokens(
         # stopped. Had the events spent these tokens, the first create would wait forever.
         for i in range(BURST):
             await asyncio.wait_for(
-                mgr.client.create(resources.CONFIGMAPS, _configmap(f"work-{i}"), namespace), WAIT)
+                mgr.client.create(resources.CONFIGMAPS, _configmap(f"work-{i}"), namespace), WAIT
+            )
         names = {cm["metadata"]["name"] for cm in (await k8s.list(resources.CONFIGMAPS, namespace))["items"]}
         assert {f"work-{i}" for i in range(BURST)} <= names
 
@@ -78,7 +79,8 @@ async def test_the_events_client_is_closed_with_the_manager(envtest: Environment
     run = asyncio.create_task(mgr.run(install_signal_handlers=False))
     await asyncio.wait_for(mgr.elected.wait(), WAIT)
     mgr.event_recorder("closer").event(
-        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, "Normal", "Hello", "hi")
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, "Normal", "Hello", "hi"
+    )
     await asyncio.wait_for(mgr.events.wait_idle(), WAIT)
     session = mgr.events_client._session
     assert session is not None and not session.closed  # the write opened the events client's pool

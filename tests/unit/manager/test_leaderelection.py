@@ -24,8 +24,15 @@ class FixedRandom(random.Random):
         return self.value
 
 
-def _elector(store: LeaseStore, identity: str, clock: FakeClock, *, jitter: float = 0.0,
-             name: str = "test-lease", **kw: float) -> LeaderElector:
+def _elector(
+    store: LeaseStore,
+    identity: str,
+    clock: FakeClock,
+    *,
+    jitter: float = 0.0,
+    name: str = "test-lease",
+    **kw: float,
+) -> LeaderElector:
     return LeaderElector(FakeLock(store, identity), name=name, clock=clock, rng=FixedRandom(jitter), **kw)
 
 
@@ -55,11 +62,13 @@ def _spawn(tasks: list[asyncio.Task[None]], aw: Awaitable[None]) -> asyncio.Task
     ("lease", "renew", "retry", "match"),
     [(10, 10, 2, "lease_duration"), (15, 2.4, 2, "renew_deadline"), (15, 10, 0, "retry_period")],
 )
-def test_invalid_timings_are_rejected_like_client_go(lease: float, renew: float, retry: float,
-                                                     match: str) -> None:
+def test_invalid_timings_are_rejected_like_client_go(
+    lease: float, renew: float, retry: float, match: str
+) -> None:
     with pytest.raises(ValueError, match=match):
-        _elector(LeaseStore(), "a", FakeClock(), lease_duration=lease, renew_deadline=renew,
-                 retry_period=retry)
+        _elector(
+            LeaseStore(), "a", FakeClock(), lease_duration=lease, renew_deadline=renew, retry_period=retry
+        )
 
 
 def test_empty_identity_is_rejected() -> None:

@@ -198,8 +198,12 @@ async def test_controllers_wait_for_the_lease_and_the_loser_stands_by() -> None:
 
 async def test_losing_the_lease_cancels_at_once_and_raises() -> None:
     clock, store = FakeClock(), LeaseStore()
-    opts = _options(leader_election=True, leader_election_namespace="ns", leader_election_id="unit-lost",
-                    graceful_shutdown_timeout=30.0)
+    opts = _options(
+        leader_election=True,
+        leader_election_namespace="ns",
+        leader_election_id="unit-lost",
+        graceful_shutdown_timeout=30.0,
+    )
     mgr = Manager(CONFIG, opts, clock=clock)
     _with_fake_lease(mgr, store, "a")
     cancelled = asyncio.Event()
@@ -317,8 +321,12 @@ async def test_a_stopped_manager_cannot_be_run_again() -> None:
 
 async def test_losing_the_lease_during_a_graceful_drain_cuts_it_short() -> None:
     clock, store = FakeClock(), LeaseStore()
-    opts = _options(leader_election=True, leader_election_namespace="ns",
-                    leader_election_id="unit-drain-lost", graceful_shutdown_timeout=60.0)
+    opts = _options(
+        leader_election=True,
+        leader_election_namespace="ns",
+        leader_election_id="unit-drain-lost",
+        graceful_shutdown_timeout=60.0,
+    )
     mgr = Manager(CONFIG, opts, clock=clock)
     _with_fake_lease(mgr, store, "a")
     cancelled = asyncio.Event()

@@ -102,8 +102,13 @@ def test_duplicate_or_bad_check_names_are_rejected() -> None:
 
 @pytest.mark.parametrize(
     ("address", "expected"),
-    [(":8080", ("", 8080)), ("127.0.0.1:0", ("127.0.0.1", 0)), ("[::1]:9", ("::1", 9)),
-     ("0", None), ("", None)],
+    [
+        (":8080", ("", 8080)),
+        ("127.0.0.1:0", ("127.0.0.1", 0)),
+        ("[::1]:9", ("::1", 9)),
+        ("0", None),
+        ("", None),
+    ],
 )
 def test_bind_addresses(address: str, expected: tuple[str, int] | None) -> None:
     assert parse_bind_address(address) == expected

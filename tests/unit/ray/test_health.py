@@ -286,7 +286,11 @@ async def test_per_head_healthy_gauge_follows_results_and_leaves_with_the_head(
 
     def gauge_target(server, uid: str, owner: str) -> HeadTarget:
         return HeadTarget(
-            namespace="gauge-ns", pod_name=f"head-{uid}", pod_uid=uid, ip="127.0.0.1", port=server.port,
+            namespace="gauge-ns",
+            pod_name=f"head-{uid}",
+            pod_uid=uid,
+            ip="127.0.0.1",
+            port=server.port,
             owner=owner,
         )
 

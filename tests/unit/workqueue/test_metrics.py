@@ -90,6 +90,7 @@ async def test_unfinished_work_and_longest_running_update_every_500ms() -> None:
 
 async def test_unnamed_queue_reports_nothing() -> None:
     q: RateLimitingQueue[str] = RateLimitingQueue(clock=FakeClock())
+
     def workqueue_lines() -> list[str]:
         return [ln for ln in exposition().decode().splitlines() if ln.startswith("workqueue_")]
 
