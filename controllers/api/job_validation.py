@@ -40,6 +40,7 @@ from controllers.common import ray_version
 __all__ = [
     "MAX_RAYCRONJOB_NAME_LENGTH",
     "MAX_RAYJOB_NAME_LENGTH",
+    "rayjob_name_problem",
     "validate_raycronjob",
     "validate_rayjob",
     "validate_rayjob_metadata",
@@ -52,25 +53,28 @@ MAX_RAYJOB_NAME_LENGTH = 47
 MAX_RAYCRONJOB_NAME_LENGTH = 36
 
 _SPEC = "The RayJob spec is invalid: "
+_METADATA = "The RayJob metadata is invalid: "
 _WORKERS, _CLUSTER, _SELF = "DeleteWorkers", "DeleteCluster", "DeleteSelf"
 _TTL_ORDER = (_WORKERS, _CLUSTER, _SELF)
 _YAML_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
+def rayjob_name_problem(name: str) -> str | None:
+    """KubeRay's text for a RayJob name that is too long or not DNS-1035, or None."""
+    problem = object_name_problem("RayJob", name, MAX_RAYJOB_NAME_LENGTH)
+    return None if problem is None else f"{_METADATA}{problem}"
+
+
 def validate_rayjob_metadata(job: RayJob) -> list[FieldError]:
     name = job.name
-    errs: list[FieldError] = []
-    prefix = "The RayJob metadata is invalid: "
     if not name:
         return (
             []
             if (job.metadata or {}).get("generateName")
-            else [FieldError("metadata.name", prefix + "RayJob name is required", "metadata")]
+            else [FieldError("metadata.name", _METADATA + "RayJob name is required", "metadata")]
         )
-    problem = object_name_problem("RayJob", name, MAX_RAYJOB_NAME_LENGTH)
-    if problem is not None:
-        errs.append(FieldError("metadata.name", prefix + problem, "metadata"))
-    return errs
+    problem = rayjob_name_problem(name)
+    return [] if problem is None else [FieldError("metadata.name", problem, "metadata")]
 
 
 def validate_rayjob_status(job: RayJob) -> list[FieldError]:

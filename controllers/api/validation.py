@@ -17,6 +17,8 @@ errors too, so callers never see an exception from ``validate_*``.
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -36,6 +38,7 @@ __all__ = [
     "is_incremental_upgrade",
     "load_or_errors",
     "parse_initializing_timeout",
+    "rayservice_annotations_problem",
     "validate_raycluster",
     "validate_raycluster_metadata",
     "validate_raycluster_spec",
@@ -149,36 +152,52 @@ def validate_raycluster(
 # ------------------------------------------------------------------------------------------ RayService
 
 
+_GO_INT = re.compile(r"[+-]?[0-9]+")  # what strconv.Atoi accepts
+
+
 def parse_initializing_timeout(value: str) -> float:
     """Seconds in ``ray.io/initializing-timeout``: a Go duration (``"5m"``) or integer seconds.
 
-    Raises ValueError for anything else, or for a value that is not positive.
+    Raises ValueError with KubeRay's wording for anything else, or for a value that is not
+    positive; the integer form is what Go's ``strconv.Atoi`` takes (no spaces, no underscores).
     """
     key = C.RAYSERVICE_INITIALIZING_TIMEOUT_ANNOTATION_KEY
     try:
         seconds = parse_go_duration(value)
     except ValueError:
-        try:
-            seconds = float(int(value.strip()))
-        except ValueError:
-            raise ValueError(
-                f"annotation {key} has invalid format: {value}. Expected Go duration format "
-                "(e.g., '5m', '1h') or positive integer seconds"
-            ) from None
-    if seconds <= 0:
-        raise ValueError(f"annotation {key} must be positive, got: {value}")
-    return seconds
+        pass
+    else:
+        if seconds <= 0:
+            raise ValueError(f"annotation {key} must be a positive duration, got: {value}")
+        return seconds
+    if not _GO_INT.fullmatch(value):
+        raise ValueError(
+            f"annotation {key} has invalid format: {value}. Expected Go duration format "
+            "(e.g., '5m', '1h') or positive integer seconds"
+        )
+    if int(value) <= 0:
+        raise ValueError(f"annotation {key} must be a positive integer (seconds), got: {value}")
+    return float(int(value))
+
+
+def rayservice_annotations_problem(annotations: Mapping[str, str]) -> str | None:
+    """KubeRay's text for a bad ``ray.io/initializing-timeout``, or None."""
+    value = annotations.get(C.RAYSERVICE_INITIALIZING_TIMEOUT_ANNOTATION_KEY)
+    if not value:
+        return None
+    try:
+        parse_initializing_timeout(value)
+    except ValueError as exc:
+        return f"RayService annotations is invalid: {exc}"
+    return None
 
 
 def validate_rayservice_metadata(service: RayService) -> list[FieldError]:
     errs = _name_errors(service.metadata, "RayService", C.MAX_RAYSERVICE_NAME_LENGTH)
-    timeout = service.annotations.get(C.RAYSERVICE_INITIALIZING_TIMEOUT_ANNOTATION_KEY)
-    if timeout:
-        try:
-            parse_initializing_timeout(timeout)
-        except ValueError as exc:
-            path = f"metadata.annotations[{C.RAYSERVICE_INITIALIZING_TIMEOUT_ANNOTATION_KEY}]"
-            errs.append(FieldError(path, f"RayService annotations is invalid: {exc}", "metadata"))
+    problem = rayservice_annotations_problem(service.annotations)
+    if problem is not None:
+        path = f"metadata.annotations[{C.RAYSERVICE_INITIALIZING_TIMEOUT_ANNOTATION_KEY}]"
+        errs.append(FieldError(path, problem, "metadata"))
     return errs
 
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from controllers.api.job_validation import rayjob_name_problem
 from kuberay_py.webhook import InvalidField, Validator, invalid
 
-from .metadata import raycluster_metadata_problem, rayjob_metadata_problem, rayservice_metadata_problem
+from .metadata import raycluster_metadata_problem, rayservice_metadata_problem
 
 __all__ = ["RAYCLUSTER", "RAYJOB", "RAYSERVICE"]
 
@@ -59,7 +60,7 @@ def _check_raycluster(obj: dict[str, Any]) -> list[str]:
 
 def _check_rayjob(obj: dict[str, Any]) -> list[str]:
     name, _ = _meta(obj)
-    problem = rayjob_metadata_problem(name)
+    problem = rayjob_name_problem(name)
     errors = [] if problem is None else [InvalidField("metadata.name", name, problem)]
     return _raise_if_any("RayJob", name, errors)
 

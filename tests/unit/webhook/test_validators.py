@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from controllers.api.names import object_name_problem
-from controllers.webhooks.metadata import initializing_timeout_problem
+from controllers.api.validation import rayservice_annotations_problem
 from controllers.webhooks.validators import RAYCLUSTER, RAYJOB, RAYSERVICE
 from kuberay_py.webhook import InvalidField, StatusError, invalid
 
@@ -77,11 +77,12 @@ def test_rayjob_and_rayservice_check_metadata_only() -> None:
     ],
 )
 def test_initializing_timeout_as_kuberay_parses_it(value: str, problem: str | None) -> None:
-    found = initializing_timeout_problem({"ray.io/initializing-timeout": value})
+    found = rayservice_annotations_problem({"ray.io/initializing-timeout": value})
     if problem is None:
         assert found is None
     else:
-        assert found is not None and found.startswith("annotation ray.io/initializing-timeout " + problem)
+        prefix = "RayService annotations is invalid: annotation ray.io/initializing-timeout "
+        assert found is not None and found.startswith(prefix + problem)
 
 
 def test_name_problem_reports_length_before_syntax() -> None:
