@@ -1,11 +1,11 @@
-"""What a KubeRay v1.7.0 command line asks for that kuberay-py does differently, said once at start.
+"""What a KubeRay v1.7.0 command line asks for that has no effect here, said once at start.
 
-A Deployment written for KubeRay may ask for things kuberay-py does differently (a gate whose
-feature kuberay-py lacks, switched on; today there is none, as every v1.7.0 gate is honoured both
-ways). KubeRay would honour them; exiting would make the swap fail on a flag that changes nothing
-for most clusters, and silence would hide it. So each one is one log line at start and the
-operator goes on. Only what KubeRay itself rejects is an error
-here (:func:`config_error`), with exit code 2.
+A Deployment written for KubeRay may pass flags that change nothing (a deprecated flag, zap
+flags that ``--log-stdout-encoder`` overrides, ``--config`` overriding run flags). Exiting would
+make the swap fail on a flag that changes nothing, and silence would hide it. So each one is one
+log line at start and the operator goes on. Every v1.7.0 feature gate is honoured both ways, so
+none is among them. Only what KubeRay itself rejects is an error here (:func:`config_error`), with
+exit code 2.
 """
 
 from __future__ import annotations
@@ -15,9 +15,6 @@ from typing import Any
 from .flags import BATCH_SCHEDULERS, FEATURE_GATES, OperatorFlags
 
 __all__ = ["config_error", "startup_notes"]
-
-# Gates whose feature kuberay-py lacks (off by default in KubeRay v1.7.0).
-_MISSING_FEATURES: dict[str, str] = {}
 
 
 def config_error(flags: OperatorFlags) -> str | None:
@@ -51,11 +48,6 @@ def startup_notes(flags: OperatorFlags) -> list[tuple[str, str, dict[str, Any]]]
             {"feature_gates": {g: flags.feature_gates[g] for g in FEATURE_GATES}},
         )
     ]
-    for gate, what in _MISSING_FEATURES.items():
-        if flags.feature_gates.get(gate):
-            notes.append(
-                ("warning", "operator.feature_not_implemented", {"feature_gate": gate, "feature": what})
-            )
     if flags.forced_cluster_upgrade:
         notes.append(
             ("info", "operator.deprecated_flag", {"flag": "forced-cluster-upgrade", "effect": "none"})

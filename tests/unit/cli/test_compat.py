@@ -1,4 +1,4 @@
-"""What a KubeRay command line asks for that kuberay-py lacks: one start-up line each, no exit."""
+"""What a KubeRay command line asks for that has no effect here: one start-up line each, no exit."""
 
 from __future__ import annotations
 
@@ -32,22 +32,25 @@ def test_the_helm_charts_default_args_need_no_warning() -> None:
     assert list(_events(helm)) == ["operator.feature_gates"]
 
 
-def test_each_missing_feature_is_one_warning() -> None:
+def test_every_gate_and_scheduler_is_honoured_and_each_idle_flag_is_one_line() -> None:
     events = _events(
         [
             "--feature-gates=RayClusterMTLS=true,SidecarSubmitterRestart=true,RayMultiHostIndexing=false",
-            "--batch-scheduler=volcano",  # implemented (controllers.batchscheduler): no warning
-            "--use-kubernetes-proxy",  # implemented (services/proxy, pods/proxy): no warning
+            "--batch-scheduler=volcano",
+            "--use-kubernetes-proxy",
             "--forced-cluster-upgrade",
             "--zap-encoder=console",
         ]
     )
-    # RayClusterMTLS, SidecarSubmitterRestart and RayMultiHostIndexing are implemented: no warning.
-    assert "operator.feature_not_implemented" not in events
-    # The beta gates are honoured both ways (controllers.api.gates): switching one off warns no more.
-    assert "operator.feature_gate_ignored" not in events
-    assert "operator.batch_scheduler_not_implemented" not in events
-    assert "operator.kubernetes_proxy_not_implemented" not in events
+    # The gates, the scheduler and the proxy all take effect: only the two idle flags are said.
+    assert list(events) == [
+        "operator.feature_gates",
+        "operator.deprecated_flag",
+        "operator.flag_without_effect",
+    ]
+    gates = events["operator.feature_gates"][0]["feature_gates"]
+    assert isinstance(gates, dict)
+    assert gates["RayClusterMTLS"] and gates["SidecarSubmitterRestart"] and not gates["RayMultiHostIndexing"]
     assert events["operator.deprecated_flag"][0]["flag"] == "forced-cluster-upgrade"
     assert events["operator.flag_without_effect"][0]["flag"] == "zap-encoder"
 
