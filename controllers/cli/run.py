@@ -10,7 +10,7 @@ import structlog
 
 from controllers.batchscheduler import SchedulerUnavailable, check_served
 from kuberay_py import log
-from kuberay_py.client import Client, ClientConfig, load_config_retrying
+from kuberay_py.client import ApiError, Client, ClientConfig, load_config_retrying
 from kuberay_py.manager import LeaderElectionLost
 
 from .compat import startup_notes
@@ -42,7 +42,7 @@ async def run_operator(flags: OperatorFlags) -> int:
         return 0
     try:
         await _check_batch_scheduler(config, flags)
-    except SchedulerUnavailable as err:
+    except (SchedulerUnavailable, ApiError) as err:  # KubeRay: "unable to create batch scheduler"
         logger.error("operator.batch_scheduler_unavailable", error=str(err))
         return 1
     try:
@@ -63,7 +63,7 @@ async def run_operator(flags: OperatorFlags) -> int:
         return 1
     except Exception as err:  # a port in use, caches that never sync (a scheduler's CRD missing), ...
         # KubeRay logs "problem running manager" and exits 1 for any error of its manager.
-        logger.error("operator.failed", error=str(err))
+        logger.error("operator.failed", error=str(err), exc_info=True)
         return 1
     logger.info("operator.stopped")
     return 0
