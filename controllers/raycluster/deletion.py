@@ -71,16 +71,16 @@ def _job_finished(job: dict[str, Any]) -> bool:
     return False
 
 
-async def finalize(ctx: ClusterContext) -> float | None:
-    """One step of the deletion flow; returns a requeue delay while work is pending, else None."""
+async def finalize(ctx: ClusterContext) -> None:
+    """One step of the deletion flow; while work is pending it asks ``ctx.requeue`` for the next poll."""
     client, cluster, options = ctx.deps.client, ctx.cluster, ctx.deps.options
     if C.GCS_FT_REDIS_CLEANUP_FINALIZER not in (cluster["metadata"].get("finalizers") or []):
-        return None
+        return
     if is_embedded(cluster):
         # Added under an earlier Redis-backed spec; the embedded store has no Redis to clean, so the
         # finalizer goes at once (KubeRay does the same) instead of waiting out the flow's timeout.
         await _remove_finalizer(client, cluster)
-        return None
+        return
     ns, name = ctx.ref.namespace, ctx.ref.name
     deleted_at = datetime.fromisoformat(str(cluster["metadata"]["deletionTimestamp"]).replace("Z", "+00:00"))
     elapsed = (ctx.deps.clock.utcnow() - deleted_at).total_seconds()
@@ -95,7 +95,7 @@ async def finalize(ctx: ClusterContext) -> float | None:
             f"finished Redis cleanup; the keys of storage namespace {storage_ns} may need manual cleanup.",
         )
         await _remove_finalizer(client, cluster)
-        return None
+        return
     remaining = timeout - elapsed
     ray_types = (C.NODE_TYPE_HEAD, C.NODE_TYPE_WORKER)
     live = [p for p in ctx.pods if labels_of(p).get(C.RAY_NODE_TYPE_LABEL_KEY) in ray_types]
@@ -110,7 +110,8 @@ async def finalize(ctx: ClusterContext) -> float | None:
                     label_selector=f"{C.RAY_CLUSTER_LABEL_KEY}={name},{C.RAY_NODE_TYPE_LABEL_KEY}={node_type}",
                 )
         if any(labels_of(p).get(C.RAY_NODE_TYPE_LABEL_KEY) == C.NODE_TYPE_HEAD for p in live):
-            return min(options.redis_cleanup_poll, remaining)
+            ctx.requeue.at(min(options.redis_cleanup_poll, remaining))
+            return
     job_name = redis_cleanup_job_name(cluster)
     try:
         job = await client.get(JOBS, job_name, ns)
@@ -125,8 +126,8 @@ async def finalize(ctx: ClusterContext) -> float | None:
             ),
             done=(C.EVENT_CREATED_REDIS_CLEANUP_JOB, f"Created Redis cleanup Job {ns}/{job_name}"),
         )
-        return min(options.redis_cleanup_poll, remaining)
-    if _job_finished(job):
-        await _remove_finalizer(client, cluster)
-        return None
-    return min(options.redis_cleanup_poll, remaining)
+    else:
+        if _job_finished(job):
+            await _remove_finalizer(client, cluster)
+            return
+    ctx.requeue.at(min(options.redis_cleanup_poll, remaining))

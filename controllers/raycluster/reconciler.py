@@ -90,9 +90,7 @@ class RayClusterReconciler:
             return Result()
         if cluster["metadata"].get("deletionTimestamp"):
             memo.forget_children()
-            delay = await finalize(ctx)
-            if delay is not None:
-                ctx.requeue.at(delay)
+            await finalize(ctx)
             return ctx.requeue.result()
         if needs_finalizer(cluster, options) and C.GCS_FT_REDIS_CLEANUP_FINALIZER not in (
             cluster["metadata"].get("finalizers") or []

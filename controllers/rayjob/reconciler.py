@@ -91,7 +91,7 @@ class RayJobReconciler:
         )
         if job["metadata"].get("deletionTimestamp"):
             await cleanup.finalize(ctx)
-            return Result(requeue=True) if ctx.requeue.now else Result()
+            return ctx.requeue.result()
 
         options = self.deps.options
         errors = validate_rayjob(job, deletion_gate=options.deletion_policy, gates=options.cluster_gates)
