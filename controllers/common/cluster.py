@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from controllers import constants as C
-from controllers.common.objects import controller_ref
+from controllers.common.objects import controller_ref, spec_of
 
 __all__ = [
     "SIGNIFICANT_FIELDS",
@@ -34,6 +34,7 @@ __all__ = [
     "pod_generate_name",
     "serve_proxy_on_workers",
     "serve_service_name",
+    "spec_of",
 ]
 
 
@@ -53,10 +54,6 @@ SIGNIFICANT_FIELDS = (
 )
 
 
-def spec(cluster: dict[str, Any]) -> dict[str, Any]:
-    return cluster.get("spec") or {}
-
-
 def check_name(name: str) -> str:
     """KubeRay's ``CheckName``: keep a generated name a valid DNS-1035 label (≤ 63, letter first)."""
     if len(name) > 63:
@@ -68,7 +65,7 @@ def check_name(name: str) -> str:
 
 def head_service_name(cluster: dict[str, Any]) -> str:
     custom = (
-        ((spec(cluster).get("headGroupSpec") or {}).get("headService") or {}).get("metadata") or {}
+        ((spec_of(cluster).get("headGroupSpec") or {}).get("headService") or {}).get("metadata") or {}
     ).get("name")
     if custom:
         return str(custom)
@@ -88,7 +85,7 @@ def fqdn_ray_ip(cluster: dict[str, Any], cluster_domain: str) -> str:
 
 
 def head_port(cluster: dict[str, Any]) -> str:
-    params = (spec(cluster).get("headGroupSpec") or {}).get("rayStartParams") or {}
+    params = (spec_of(cluster).get("headGroupSpec") or {}).get("rayStartParams") or {}
     return str(params.get("port") or C.DEFAULT_GCS_SERVER_PORT)
 
 
@@ -119,17 +116,18 @@ def serve_proxy_on_workers(cluster: dict[str, Any]) -> bool:
 
 
 def is_autoscaling(cluster: dict[str, Any]) -> bool:
-    return bool(spec(cluster).get("enableInTreeAutoscaling"))
+    return bool(spec_of(cluster).get("enableInTreeAutoscaling"))
 
 
 def is_autoscaler_v2(cluster: dict[str, Any]) -> bool:
     """Autoscaling with ``autoscalerOptions.version: v2`` (KubeRay builds Pods on the version alone)."""
-    return is_autoscaling(cluster) and (spec(cluster).get("autoscalerOptions") or {}).get("version") == "v2"
+    options = spec_of(cluster).get("autoscalerOptions") or {}
+    return is_autoscaling(cluster) and options.get("version") == "v2"
 
 
 def gcs_ft_enabled(cluster: dict[str, Any]) -> bool:
     annotations = cluster.get("metadata", {}).get("annotations") or {}
-    if spec(cluster).get("gcsFaultToleranceOptions") is not None:
+    if spec_of(cluster).get("gcsFaultToleranceOptions") is not None:
         return True
     return str(annotations.get(C.RAY_FT_ENABLED_ANNOTATION_KEY, "")).lower() == "true"
 
@@ -138,7 +136,7 @@ def gcs_ft_redis_backend(cluster: dict[str, Any]) -> bool:
     """GCS FT with an external Redis (the only backend whose data needs a cleanup Job)."""
     if not gcs_ft_enabled(cluster):
         return False
-    options = spec(cluster).get("gcsFaultToleranceOptions") or {}
+    options = spec_of(cluster).get("gcsFaultToleranceOptions") or {}
     return options.get("backend", "redis") in ("", "redis")
 
 

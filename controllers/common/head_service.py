@@ -42,7 +42,7 @@ def head_service_selector(cluster: dict[str, Any]) -> dict[str, str]:
 
 
 def _head_ray_container(cluster: dict[str, Any]) -> dict[str, Any]:
-    head = (common.spec(cluster).get("headGroupSpec") or {}).get("template") or {}
+    head = (common.spec_of(cluster).get("headGroupSpec") or {}).get("template") or {}
     containers = (head.get("spec") or {}).get("containers") or [{}]
     first: dict[str, Any] = containers[C.RAY_CONTAINER_INDEX]
     return first
@@ -69,7 +69,7 @@ def port_list(ports: dict[str, int]) -> list[dict[str, Any]]:
 
 
 def build_head_service(cluster: dict[str, Any], *, cluster_ip_service: bool = False) -> dict[str, Any]:
-    head_spec = common.spec(cluster).get("headGroupSpec") or {}
+    head_spec = common.spec_of(cluster).get("headGroupSpec") or {}
     template = copy.deepcopy(head_spec.get("headService") or {})
     meta = template.get("metadata") or {}
     svc_spec = template.get("spec") or {}
@@ -78,7 +78,7 @@ def build_head_service(cluster: dict[str, Any], *, cluster_ip_service: bool = Fa
     labels.update({k: v for k, v in selector.items() if k != C.KUBERNETES_APPLICATION_NAME_LABEL_KEY})
     labels.setdefault(C.KUBERNETES_APPLICATION_NAME_LABEL_KEY, C.APPLICATION_NAME)
     annotations = dict(meta.get("annotations") or {})
-    annotations.update(common.spec(cluster).get("headServiceAnnotations") or {})
+    annotations.update(common.spec_of(cluster).get("headServiceAnnotations") or {})
     metadata: dict[str, Any] = {
         "name": common.head_service_name(cluster),
         "namespace": cluster["metadata"]["namespace"],

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Protocol, TypeVar
 
-from controllers.common.memos import Memos
+from controllers.common.memos import HasUid, Memos
 from controllers.common.objects import managed_here, spec_of
 from kuberay_py.controller import Request
 from kuberay_py.log import get_logger
@@ -30,11 +30,8 @@ class RemembersWrite(Protocol):
     written: tuple[frozenset[str], Obj] | None
 
 
-class ObjectMemo(RemembersWrite, Protocol):
+class ObjectMemo(RemembersWrite, HasUid, Protocol):
     """A memo of one incarnation of an object (its UID) that remembers our last write of it."""
-
-    @property
-    def uid(self) -> str: ...
 
 
 M = TypeVar("M", bound=ObjectMemo)

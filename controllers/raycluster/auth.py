@@ -48,7 +48,7 @@ _TOKEN_BYTES = 32
 
 
 def _options(cluster: dict[str, Any]) -> dict[str, Any]:
-    options = common.spec(cluster).get("authOptions")
+    options = common.spec_of(cluster).get("authOptions")
     return options if isinstance(options, dict) else {}
 
 

@@ -28,14 +28,14 @@ _ARGS = (
 
 
 def autoscaler_service_account_name(cluster: dict[str, Any]) -> str:
-    head_spec = ((common.spec(cluster).get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
+    head_spec = ((common.spec_of(cluster).get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
     return str(head_spec.get("serviceAccountName") or cluster["metadata"]["name"])
 
 
 def autoscaler_container(
     cluster: dict[str, Any], ray_container: dict[str, Any], *, tls: bool = False
 ) -> dict[str, Any]:
-    options = common.spec(cluster).get("autoscalerOptions") or {}
+    options = common.spec_of(cluster).get("autoscalerOptions") or {}
     container: dict[str, Any] = {
         "name": C.AUTOSCALER_CONTAINER_NAME,
         "image": options.get("image") or ray_container.get("image"),

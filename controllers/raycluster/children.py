@@ -73,7 +73,7 @@ async def reconcile_children(ctx: ClusterContext) -> None:
         )
     if common.is_autoscaling(cluster):
         await _autoscaler_rbac(ctx)
-    if (common.spec(cluster).get("headGroupSpec") or {}).get("enableIngress"):
+    if (common.spec_of(cluster).get("headGroupSpec") or {}).get("enableIngress"):
         openshift = ctx.deps.options.openshift
         if openshift is not None and await openshift.routes_instead_of_ingress():
             await _route(ctx)
@@ -82,7 +82,7 @@ async def reconcile_children(ctx: ClusterContext) -> None:
     await _service(
         ctx, build_head_service(cluster, cluster_ip_service=ctx.deps.options.head_cluster_ip_service)
     )
-    groups = common.spec(cluster).get("workerGroupSpecs") or []
+    groups = common.spec_of(cluster).get("workerGroupSpecs") or []
     if any(common.num_of_hosts(g) > 1 for g in groups):
         await _service(ctx, build_headless_worker_service(cluster))
     if str(annotations_of(cluster).get(C.ENABLE_SERVE_SERVICE_ANNOTATION_KEY, "")).lower() == "true":
@@ -95,7 +95,7 @@ async def _autoscaler_rbac(ctx: ClusterContext) -> None:
     cluster = ctx.cluster
     sa = autoscaler_service_account_name(cluster)
     user_named = bool(
-        ((common.spec(cluster).get("headGroupSpec") or {}).get("template") or {})
+        ((common.spec_of(cluster).get("headGroupSpec") or {}).get("template") or {})
         .get("spec", {})
         .get("serviceAccountName")
     )

@@ -44,12 +44,12 @@ __all__ = [
 
 
 def is_embedded(cluster: dict[str, Any]) -> bool:
-    options = common.spec(cluster).get("gcsFaultToleranceOptions")
+    options = common.spec_of(cluster).get("gcsFaultToleranceOptions")
     return options is not None and options.get("backend") == C.GCS_STORAGE_ROCKSDB
 
 
 def _storage(cluster: dict[str, Any]) -> dict[str, Any]:
-    storage: dict[str, Any] = (common.spec(cluster).get("gcsFaultToleranceOptions") or {}).get(
+    storage: dict[str, Any] = (common.spec_of(cluster).get("gcsFaultToleranceOptions") or {}).get(
         "storage"
     ) or {}
     return storage
@@ -87,7 +87,7 @@ def _retain(cluster: dict[str, Any]) -> bool:
 
 
 def build_gcs_storage_pvc(cluster: dict[str, Any]) -> dict[str, Any]:
-    """The operator-managed claim (owner reference added by the caller unless Retain)."""
+    """The operator-managed claim, controlled by the cluster unless its policy is Retain."""
     storage = _storage(cluster)
     spec: dict[str, Any] = {
         "accessModes": list(storage.get("accessModes") or ["ReadWriteOnce"]),
@@ -96,9 +96,13 @@ def build_gcs_storage_pvc(cluster: dict[str, Any]) -> dict[str, Any]:
     if storage.get("storageClassName") is not None:
         spec["storageClassName"] = storage["storageClassName"]
     labels = {C.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"]}
-    # Owned or not is decided at creation (the retain policy): see reconcile_gcs_storage.
     return new_child(
-        PERSISTENTVOLUMECLAIMS, gcs_storage_pvc_name(cluster), cluster, labels=labels, owned=False, spec=spec
+        PERSISTENTVOLUMECLAIMS,
+        gcs_storage_pvc_name(cluster),
+        cluster,
+        labels=labels,
+        owned=not _retain(cluster),
+        spec=spec,
     )
 
 
@@ -159,13 +163,10 @@ async def reconcile_gcs_storage(ctx: ClusterContext) -> None:
     try:
         existing = await ctx.deps.client.get(PERSISTENTVOLUMECLAIMS, name, ns)
     except NotFound:
-        body = copy.deepcopy(desired)
-        if not _retain(cluster):
-            body["metadata"]["ownerReferences"] = [common.controller_ref(cluster)]
         created = await create_once(
             ctx.deps.recorder,
             cluster,
-            ctx.deps.client.create(PERSISTENTVOLUMECLAIMS, body, ns),
+            ctx.deps.client.create(PERSISTENTVOLUMECLAIMS, desired, ns),
             failed=(C.EVENT_FAILED_TO_CREATE_PVC, f"Failed to create GCS storage PVC {ns}/{name}, {{error}}"),
             done=(C.EVENT_CREATED_PVC, f"Created GCS storage PVC {ns}/{name}"),
         )

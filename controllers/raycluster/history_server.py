@@ -62,7 +62,7 @@ def collector_options(cluster: dict[str, Any], opts: RayClusterOptions) -> dict[
     """The collector settings when the gate is on and they are given, else None."""
     if not opts.gates.history_server:
         return None
-    options: dict[str, Any] | None = (common.spec(cluster).get("historyServerOptions") or {}).get(
+    options: dict[str, Any] | None = (common.spec_of(cluster).get("historyServerOptions") or {}).get(
         "collectorOptions"
     )
     return options

@@ -21,7 +21,7 @@ def ingress_name(cluster: dict[str, Any]) -> str:
 
 
 def build_ingress(cluster: dict[str, Any]) -> dict[str, Any]:
-    head_spec = common.spec(cluster).get("headGroupSpec") or {}
+    head_spec = common.spec_of(cluster).get("headGroupSpec") or {}
     options = head_spec.get("ingressOptions") or {}
     annotations = dict(cluster["metadata"].get("annotations") or {})
     ingress_class = annotations.pop(C.INGRESS_CLASS_ANNOTATION_KEY, None)

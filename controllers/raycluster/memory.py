@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controllers.common.memos import Memos
+from controllers.common.objects import generation_of
 from kuberay_py.controller import Expectations
 from kuberay_py.objects import Obj
 
@@ -36,7 +37,7 @@ class ClusterMemo:
         """The ``known`` entry recording that ``kind``/``name`` was checked at the cluster's current
         generation, or None when it already was. Entries of earlier generations are dropped: a
         drift check runs once per generation; add the entry once the check has passed."""
-        marker = (f"{kind}@{cluster['metadata'].get('generation', 0)}", name)
+        marker = (f"{kind}@{generation_of(cluster)}", name)
         if marker in self.known:
             return None
         for stale in [k for k in self.known if k[0].startswith(f"{kind}@")]:

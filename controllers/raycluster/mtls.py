@@ -60,7 +60,7 @@ _WAIT_SCRIPT = "\n".join(
 
 
 def tls_enabled(cluster: dict[str, Any], opts: RayClusterOptions) -> bool:
-    return opts.gates.mtls and bool((common.spec(cluster).get("tlsOptions") or {}).get("enabled"))
+    return opts.gates.mtls and bool((common.spec_of(cluster).get("tlsOptions") or {}).get("enabled"))
 
 
 def tls_secret_name(cluster_name: str, node_type: str) -> str:

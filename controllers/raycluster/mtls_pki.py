@@ -227,7 +227,7 @@ async def check_secrets_ready(client: Client, cluster: Obj) -> None:
 def wants_pods(ctx: ClusterContext) -> bool:
     """Whether this reconcile may create Pods: the head is missing or a group is short. Only then
     are the certificates checked, as KubeRay checks them only before creating Pods."""
-    spec = common.spec(ctx.cluster)
+    spec = common.spec_of(ctx.cluster)
     if spec.get("suspend"):
         return False
     live = [

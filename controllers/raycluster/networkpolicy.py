@@ -50,7 +50,7 @@ def worker_policy_name(cluster_name: str, group: str) -> str:
 
 
 def _mode(cluster: dict[str, Any]) -> str:
-    return str((common.spec(cluster).get("networkPolicy") or {}).get("mode") or "DenyAll")
+    return str((common.spec_of(cluster).get("networkPolicy") or {}).get("mode") or "DenyAll")
 
 
 def _same_cluster_peer(cluster: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def _labels(cluster: dict[str, Any], group: str) -> dict[str, str]:
 
 def _dashboard_port(cluster: dict[str, Any]) -> int:
     """``dashboard-port`` from the head's rayStartParams when it is an integer, else 8265."""
-    raw = ((common.spec(cluster).get("headGroupSpec") or {}).get("rayStartParams") or {}).get(
+    raw = ((common.spec_of(cluster).get("headGroupSpec") or {}).get("rayStartParams") or {}).get(
         "dashboard-port"
     )
     try:
@@ -126,7 +126,7 @@ def _rules(custom: dict[str, Any] | None, key: str) -> list[dict[str, Any]]:
 
 def build_head_policy(cluster: dict[str, Any]) -> dict[str, Any]:
     mode = _mode(cluster)
-    custom = (common.spec(cluster).get("networkPolicy") or {}).get("head")
+    custom = (common.spec_of(cluster).get("networkPolicy") or {}).get("head")
     ingress = egress = None
     if mode in _INGRESS_MODES:
         ingress = [{"from": [_same_cluster_peer(cluster)]}]
@@ -147,7 +147,7 @@ def build_head_policy(cluster: dict[str, Any]) -> dict[str, Any]:
 
 def _group_rules(cluster: dict[str, Any], group: str) -> dict[str, Any] | None:
     """The group's ``workerGroups`` entry if there is one (it replaces), else the ``worker`` rules."""
-    policy = common.spec(cluster).get("networkPolicy") or {}
+    policy = common.spec_of(cluster).get("networkPolicy") or {}
     for entry in policy.get("workerGroups") or []:
         if entry.get("groupName") == group:
             rules: dict[str, Any] = entry
@@ -175,7 +175,7 @@ def build_worker_policy(cluster: dict[str, Any], group: str) -> dict[str, Any]:
 
 def build_policies(cluster: dict[str, Any]) -> list[dict[str, Any]]:
     """The head's policy, then one per worker group in spec order."""
-    groups = [str(g.get("groupName") or "") for g in common.spec(cluster).get("workerGroupSpecs") or []]
+    groups = [str(g.get("groupName") or "") for g in common.spec_of(cluster).get("workerGroupSpecs") or []]
     return [build_head_policy(cluster), *(build_worker_policy(cluster, g) for g in groups)]
 
 

@@ -70,10 +70,10 @@ class NetworkPolicyReconciler:
         if not managed_here(cluster):
             log.info(
                 "skipping RayCluster managed by a custom controller",
-                managed_by=common.spec(cluster)["managedBy"],
+                managed_by=common.spec_of(cluster)["managedBy"],
             )
             return Result()
-        if common.spec(cluster).get("networkPolicy") is None:
+        if common.spec_of(cluster).get("networkPolicy") is None:
             await self._delete_stale(cluster, set())
             return Result()
         wanted = build_policies(cluster)

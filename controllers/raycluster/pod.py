@@ -95,8 +95,8 @@ def ray_start_params_for(
     )
     if node_type == C.NODE_TYPE_HEAD and common.is_autoscaling(cluster):
         params["no-monitor"] = "true"
-    if node_type == C.NODE_TYPE_HEAD and common.spec(cluster).get("gcsFaultToleranceOptions") is not None:
-        ft = common.spec(cluster)["gcsFaultToleranceOptions"]
+    if node_type == C.NODE_TYPE_HEAD and common.spec_of(cluster).get("gcsFaultToleranceOptions") is not None:
+        ft = common.spec_of(cluster)["gcsFaultToleranceOptions"]
         if ft.get("redisPassword") is not None and "redis-password" not in params:
             params["redis-password"] = "$" + C.REDIS_PASSWORD
         if ft.get("redisUsername") is not None and "redis-username" not in params:
@@ -201,7 +201,7 @@ def _set_gcs_ft_env(
         return
     if not _env_exists(container, C.RAY_EXTERNAL_STORAGE_NS):
         _append_env(container, C.RAY_EXTERNAL_STORAGE_NS, storage_ns)
-    options = common.spec(cluster).get("gcsFaultToleranceOptions")
+    options = common.spec_of(cluster).get("gcsFaultToleranceOptions")
     if options is None:
         return
     if options.get("redisAddress") and not _env_exists(container, C.RAY_REDIS_ADDRESS):
@@ -219,7 +219,7 @@ def _set_gcs_ft_env(
 
 
 def external_storage_namespace(cluster: dict[str, Any]) -> str:
-    options = common.spec(cluster).get("gcsFaultToleranceOptions") or {}
+    options = common.spec_of(cluster).get("gcsFaultToleranceOptions") or {}
     if options.get("externalStorageNamespace"):
         return str(options["externalStorageNamespace"])
     annotations = cluster["metadata"].get("annotations") or {}
@@ -288,7 +288,7 @@ def _finish_pod(
     # KubeRay adds these while defaulting the Pod template, before the Ray env, so they come first.
     # Only the Ray container learns the autoscaler version, and only when it is explicit.
     if node_type == C.NODE_TYPE_HEAD and common.is_autoscaling(cluster):
-        version = (common.spec(cluster).get("autoscalerOptions") or {}).get("version")
+        version = (common.spec_of(cluster).get("autoscalerOptions") or {}).get("version")
         if version in ("v1", "v2"):
             _append_env(ray, C.RAY_ENABLE_AUTOSCALER_V2, "true" if version == "v2" else "false")
     if common.gcs_ft_enabled(cluster):
@@ -354,7 +354,7 @@ def _finish_pod(
             ray,
             node_type,
             params,
-            ray_version=common.spec(cluster).get("rayVersion"),
+            ray_version=common.spec_of(cluster).get("rayVersion"),
             serve_worker=serve_worker,
         )
     if common.created_by_rayservice(cluster):
@@ -368,7 +368,7 @@ def _finish_pod(
 
 def build_head_pod(cluster: dict[str, Any], opts: RayClusterOptions) -> dict[str, Any]:
     name = cluster["metadata"]["name"]
-    head = common.spec(cluster).get("headGroupSpec") or {}
+    head = common.spec_of(cluster).get("headGroupSpec") or {}
     pod = _base_pod(
         cluster,
         head,
@@ -389,7 +389,7 @@ def build_head_pod(cluster: dict[str, Any], opts: RayClusterOptions) -> dict[str
     # Every head Pod carries them, whatever the upgrade strategy: the Recreate strategy compares
     # the hash, and an operator (ours or KubeRay) re-stamps both after a version change.
     annotations[C.KUBERAY_VERSION_KEY] = C.KUBERAY_VERSION
-    annotations[C.UPGRADE_STRATEGY_RECREATE_HASH_KEY] = recreate_hash(common.spec(cluster))
+    annotations[C.UPGRADE_STRATEGY_RECREATE_HASH_KEY] = recreate_hash(common.spec_of(cluster))
     spec = pod["spec"]
     if common.is_autoscaling(cluster):
         spec["serviceAccountName"] = autoscaler_service_account_name(cluster)

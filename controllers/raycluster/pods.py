@@ -71,7 +71,7 @@ async def reconcile_pods(ctx: ClusterContext) -> None:
             "waiting for the cache to catch up with our writes", key=key, **ctx.expectations.pending(key)
         )
         return
-    spec = common.spec(ctx.cluster)
+    spec = common.spec_of(ctx.cluster)
     conditions_gate = ctx.deps.options.gates.status_conditions
     suspending = is_condition_true(
         (ctx.cluster.get("status") or {}).get("conditions"), C.COND_RAYCLUSTER_SUSPENDING
@@ -130,7 +130,7 @@ async def _recreate_for_upgrade(ctx: ClusterContext, heads: list[Obj]) -> bool:
     A head stamped by another operator version only gets both annotations re-stamped: its hash
     may come from another encoder, and a version change alone must never restart a cluster.
     """
-    spec = common.spec(ctx.cluster)
+    spec = common.spec_of(ctx.cluster)
     if (spec.get("upgradeStrategy") or {}).get("type") != C.UPGRADE_STRATEGY_RECREATE or len(heads) != 1:
         return False
     head = heads[0]

@@ -39,7 +39,7 @@ def build_serve_service(cluster: dict[str, Any]) -> dict[str, Any] | None:
     if not ports:
         return None
     name = cluster["metadata"]["name"]
-    head_spec = common.spec(cluster).get("headGroupSpec") or {}
+    head_spec = common.spec_of(cluster).get("headGroupSpec") or {}
     return {
         "apiVersion": "v1",
         "kind": "Service",

@@ -24,6 +24,7 @@ from controllers.common.conditions import (
     remove_condition,
     set_condition,
 )
+from controllers.common.objects import generation_of
 from controllers.common.pods import is_running_and_ready
 from controllers.common.quantity import Format, QuantityError, format_quantity, parse_with_format
 
@@ -68,7 +69,7 @@ def _pod_resources(template: dict[str, Any]) -> dict[str, tuple[Decimal, Format]
 
 
 def _desired_resources(cluster: dict[str, Any]) -> dict[str, str]:
-    spec = common.spec(cluster)
+    spec = common.spec_of(cluster)
     totals: dict[str, tuple[Decimal, Format]] = {}
 
     def add(res: dict[str, tuple[Decimal, Format]], times: int) -> None:
@@ -228,7 +229,6 @@ def compute_status(
     now: str,
     replica_failure: tuple[str, str] | None = None,
     reconcile_failed: bool = False,
-    invalid_reason: str | None = None,
     with_conditions: bool = True,
 ) -> dict[str, Any]:
     """The status this round observed. ``pods`` are the cluster's head and worker Pods.
@@ -239,15 +239,9 @@ def compute_status(
     """
     old = cluster.get("status") or {}
     status = copy.deepcopy(old)
-    spec = common.spec(cluster)
+    spec = common.spec_of(cluster)
     conditions: list[Condition] = status.setdefault("conditions", [])
-    status["observedGeneration"] = cluster["metadata"].get("generation", 0)
-
-    if invalid_reason is not None:
-        status["reason"] = invalid_reason
-        if not conditions:
-            del status["conditions"]
-        return status
+    status["observedGeneration"] = generation_of(cluster)
 
     heads = [
         p
@@ -286,14 +280,13 @@ def compute_status(
         )
     if not reconcile_failed and all_ready and not spec.get("suspend"):
         status["state"] = C.STATE_READY
-        status.pop("reason", None)
     if (
         is_condition_true(conditions, C.COND_RAYCLUSTER_SUSPENDED)
         if with_conditions
         else spec.get("suspend") and not pods
     ):
         status["state"] = C.STATE_SUSPENDED
-    if status.get("reason") and not reconcile_failed and invalid_reason is None:
+    if not reconcile_failed:
         # A previous validation problem is fixed: drop its reason.
         status.pop("reason", None)
 

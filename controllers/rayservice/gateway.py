@@ -95,7 +95,7 @@ def gateway_differs(current: dict[str, Any], desired: dict[str, Any]) -> bool:
 
 def backend_port(cluster: dict[str, Any]) -> int:
     """The head container's port named exactly ``serve`` (KubeRay's GetServePort), else 8000."""
-    template = ((common.spec(cluster).get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
+    template = ((common.spec_of(cluster).get("headGroupSpec") or {}).get("template") or {}).get("spec") or {}
     containers = template.get("containers") or [{}]
     for port in containers[c.RAY_CONTAINER_INDEX].get("ports") or []:
         if port.get("name") == c.SERVING_PORT_NAME:
@@ -240,13 +240,11 @@ def build_cluster_serve_service(rayservice: dict[str, Any], cluster: dict[str, A
         c.RAY_ORIGINATED_FROM_CRD_LABEL_KEY: c.CRD_RAYSERVICE,
         c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY: f"{name}-serve",
     }
-    # In the RayService's namespace, owned by the cluster it serves (its Service goes with it).
-    owner = {**cluster, "apiVersion": "ray.io/v1", "kind": "RayCluster"}
-    owner["metadata"] = {**cluster["metadata"], "namespace": rayservice["metadata"]["namespace"]}
+    # Owned by the cluster it serves (in the RayService's namespace), so it goes with it.
     return new_child(
         SERVICES,
         cluster_serve_service_name(name),
-        owner,
+        cluster,
         labels=labels,
         spec={
             "selector": {

@@ -17,7 +17,7 @@ from controllers.api.validation import parse_initializing_timeout, validate_rays
 from controllers.common.finalizers import finalizer_update
 from controllers.common.invalid import invalid_report
 from controllers.common.last_write import remember_write
-from controllers.common.objects import annotations_of
+from controllers.common.objects import annotations_of, generation_of
 from controllers.constants import RAYSERVICES
 from controllers.rayservice.clusters import delete_cluster, owned_clusters
 from controllers.rayservice.context import ServiceContext
@@ -69,7 +69,7 @@ async def ensure_finalizer(ctx: ServiceContext) -> None:
     updated: Obj = await ctx.deps.client.update(RAYSERVICES, body)
     remember_write(ctx.memo, ctx.svc, updated)  # until the watch shows the finalizer
     ctx.svc = updated
-    ctx.status["observedGeneration"] = int(ctx.svc["metadata"].get("generation") or 0)
+    ctx.status["observedGeneration"] = generation_of(ctx.svc)
 
 
 def validate(ctx: ServiceContext) -> list[Any]:

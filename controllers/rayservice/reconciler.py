@@ -3,8 +3,9 @@
 Phases (KubeRay's flow, §3.1 of docs/reference/behaviour.md), each a function over the
 :class:`~controllers.rayservice.context.ServiceContext`:
 
-1. :mod:`.lifecycle` -- load (a live read if the cache predates our write), ``managedBy``,
-   deletion and the finalizer, validation;
+1. :mod:`.lifecycle` -- deletion and the finalizer, validation (the object itself comes from
+   ``common.last_write.load``: the cached one, or our newer write while the cache lags, and
+   nothing when ``managedBy`` names another controller);
 2. :mod:`.suspend` -- suspend, or resume after one;
 3. :mod:`.clusters` -- delete dangling clusters, create the pending one, update in place;
 4. :mod:`.serving` -- the heads' serve labels, the Serve config and application statuses;
@@ -28,6 +29,7 @@ from typing import cast
 
 from controllers import constants as c
 from controllers.common.last_write import load
+from controllers.common.objects import generation_of
 from controllers.common.scope import Deps
 from controllers.ray.dashboard import DashboardClientFactory
 from controllers.ray.health import HeadProxyHealthChecker
@@ -94,7 +96,7 @@ class RayServiceReconciler:
     def context(self, svc: Obj, memo: ServiceMemo) -> ServiceContext:
         """A context for one reconcile of ``svc``, its status copied as the working status."""
         status = cast(RayServiceStatus, copy.deepcopy(svc.get("status") or {}))
-        status["observedGeneration"] = int(svc["metadata"].get("generation") or 0)
+        status["observedGeneration"] = generation_of(svc)
         return ServiceContext(
             self.deps, self.dashboards, self.checker, self.memory, memo, svc, status,
             gateway_api=self.gateway_api,

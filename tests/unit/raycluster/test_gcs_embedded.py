@@ -13,6 +13,7 @@ import pytest
 
 from controllers.api.gates import ClusterGates
 from controllers.api.validation import validate_raycluster
+from controllers.common.objects import controller_ref
 from controllers.raycluster.gcs_embedded import build_gcs_storage_pvc, gcs_storage_pvc_name
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import build_head_pod, build_worker_pod
@@ -81,10 +82,16 @@ def test_the_users_claim_backs_the_volume() -> None:
 
 
 def test_operator_claim_defaults_and_settings() -> None:
-    assert build_gcs_storage_pvc(cluster(ROCKSDB)) == {
+    c = cluster(ROCKSDB)
+    assert build_gcs_storage_pvc(c) == {
         "apiVersion": "v1",
         "kind": "PersistentVolumeClaim",
-        "metadata": {"name": "c-gcs-pvc", "namespace": "ns", "labels": {"ray.io/cluster": "c"}},
+        "metadata": {
+            "name": "c-gcs-pvc",
+            "namespace": "ns",
+            "labels": {"ray.io/cluster": "c"},
+            "ownerReferences": [controller_ref(c)],
+        },
         "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}},
     }
     storage = {"size": "20Gi", "storageClassName": "fast", "accessModes": ["ReadWriteMany"]}
