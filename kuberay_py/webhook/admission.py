@@ -103,12 +103,9 @@ class AdmissionResponse:
 Handler = Callable[[AdmissionRequest], Awaitable[AdmissionResponse]]
 
 
-def allowed(message: str = "") -> AdmissionResponse:
-    """Let the request through (a ``200`` result, with ``message`` if given), as controller-runtime."""
-    result: dict[str, Any] = {"metadata": {}, "code": 200}
-    if message:
-        result["message"] = message
-    return AdmissionResponse(True, result)
+def allowed() -> AdmissionResponse:
+    """Let the request through (a ``200`` result), as controller-runtime's ``Allowed("")``."""
+    return AdmissionResponse(True, {"metadata": {}, "code": 200})
 
 
 def denied(message: str) -> AdmissionResponse:
@@ -121,9 +118,9 @@ def errored(code: int, message: str) -> AdmissionResponse:
     return AdmissionResponse(False, {"metadata": {}, "code": code, "message": message})
 
 
-def from_status(status: dict[str, Any], *, allow: bool = False) -> AdmissionResponse:
-    """A response carrying a complete ``metav1.Status`` (an ``Invalid`` error's causes included)."""
-    return AdmissionResponse(allow, dict(status))
+def from_status(status: dict[str, Any]) -> AdmissionResponse:
+    """A refusal carrying a complete ``metav1.Status`` (an ``Invalid`` error's causes included)."""
+    return AdmissionResponse(False, dict(status))
 
 
 class ReviewError(Exception):

@@ -89,7 +89,7 @@ class WebhookServer:
     # -- serving ----------------------------------------------------------------------------------
 
     def _app(self) -> web.Application:
-        app = web.Application(client_max_size=MAX_REQUEST_BYTES + 1)
+        app = web.Application(client_max_size=MAX_REQUEST_BYTES)
         for path, handler in self._handlers.items():
             app.router.add_post(path, self._instrumented(path, handler))
         return app
@@ -120,7 +120,12 @@ class WebhookServer:
 
     async def _review(self, request: web.Request, handler: Handler) -> web.Response:
         try:
-            body = await _read_capped(request)
+            try:
+                body = await request.read()
+            except web.HTTPRequestEntityTooLarge:
+                raise ReviewError(
+                    413, f"request entity is too large; limit is {MAX_REQUEST_BYTES} bytes"
+                ) from None
             req = decode_review(body, request.content_type if request.headers.get("Content-Type") else "")
         except ReviewError as err:
             log.error("bad admission request", path=request.path, error=str(err))
@@ -212,19 +217,6 @@ class WebhookServer:
                 pass
 
         return check
-
-
-async def _read_capped(request: web.Request) -> bytes:
-    """The body, or its first ``MAX_REQUEST_BYTES + 1`` bytes: enough to tell it is too large."""
-    chunks: list[bytes] = []
-    size = 0
-    while size <= MAX_REQUEST_BYTES:
-        chunk = await request.content.read(MAX_REQUEST_BYTES + 1 - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
 
 
 def _review_response(body: bytes) -> web.Response:
