@@ -11,8 +11,7 @@ approval performs the write. Outcomes, worded as kube-apiserver words them:
 * not reachable, timed out (``timeoutSeconds``, default 10), an untrusted certificate
   (``caBundle``), or an answer that is not an AdmissionReview for this request: with
   ``failurePolicy: Fail`` a 500 ``Internal error occurred: failed calling webhook "<name>":
-  ...``; with ``Ignore`` the request goes on;
-* a dry run sent to a webhook whose ``sideEffects`` is not None/NoneOnDryRun: 400.
+  ...``; with ``Ignore`` the request goes on.
 
 Warnings in a webhook's answer reach the client as ``Warning: 299 - "<text>"`` headers, as
 kube-apiserver sends them (:data:`admission_warnings` collects them for the request).
@@ -41,7 +40,7 @@ from .errors import StatusError
 from .meta import new_uid
 from .services_proxy import ServiceProxy
 from .webhookconfig import WEBHOOK_CONFIG_KEY
-from .webhookrules import AdmissionAttributes, hook_matches
+from .webhookrules import AdmissionAttributes, hook_matches, rules_match
 
 __all__ = [
     "AdmissionAttributes",
@@ -109,12 +108,8 @@ class ValidatingAdmission:
 
     def may_apply(self, attrs: AdmissionAttributes) -> bool:
         """Whether some webhook could match, before the object is known (saves the dry run)."""
-        bare = replace(attrs, obj=None, old=None)
-        return any(
-            hook_matches({**hook, "objectSelector": {}, "namespaceSelector": {}}, bare, None)
-            for config in self._configurations()
-            for hook in config.get("webhooks") or []
-        )
+        hooks = (hook for config in self._configurations() for hook in config.get("webhooks") or [])
+        return any(rules_match(hook, attrs) for hook in hooks)
 
     # -- calling ----------------------------------------------------------------------------------
 
@@ -130,8 +125,6 @@ class ValidatingAdmission:
 
     async def _admit(self, hook: Obj, attrs: AdmissionAttributes, user: UserInfo) -> StatusError | None:
         name = str(hook.get("name", ""))
-        if attrs.dry_run and hook.get("sideEffects") not in ("None", "NoneOnDryRun"):
-            return StatusError.bad_request(f'admission webhook "{name}" does not support dry run')
         uid = new_uid()
         try:
             response = await self._call(hook, self._review(uid, attrs, user))

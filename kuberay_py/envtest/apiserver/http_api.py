@@ -442,8 +442,8 @@ class ApiHandler:
                     422, "Invalid", "fieldManager: Too long: may not be more than 128 bytes", {}
                 )
             created = False
-            exists = core.storage.get(rt.key, ns or "", name) is not None
             if ptype == "apply":
+                exists = core.storage.get(rt.key, ns or "", name) is not None
                 force = boolean(q, "force")
 
                 def apply(d: bool) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from .core import ApiCore, Obj
 from .errors import Cause
 from .kinds import NoHooks
 from .registry import ResourceType
-from .validation import field_cause, invalid, not_supported, required
+from .validation import field_cause, invalid, name_problems, not_supported, required
 
 __all__ = ["VALIDATING_WEBHOOK_CONFIGURATIONS", "WEBHOOK_CONFIG_KEY", "ValidatingWebhookConfigurationHooks"]
 
@@ -87,7 +87,10 @@ def _hook_problems(path: str, hook: dict[str, Any]) -> list[Cause]:
     name = str(hook.get("name") or "")
     if not name:
         causes.append(required(f"{path}.name"))
-    elif len([p for p in name.split(".") if p]) < 3:
+    elif problems := name_problems(name, "subdomain"):
+        # kube's IsFullyQualifiedName: a DNS-1123 subdomain first, then three segments.
+        causes.append(invalid(f"{path}.name", name, ",".join(problems)))
+    elif len(name.split(".")) < 3:
         causes.append(
             invalid(f"{path}.name", name, "should be a domain with at least three segments separated by dots")
         )

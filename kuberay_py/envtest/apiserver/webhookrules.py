@@ -17,7 +17,7 @@ from typing import Any
 from .registry import ResourceType
 from .selectors import label_selector_from_doc
 
-__all__ = ["AdmissionAttributes", "hook_matches", "rule_matches"]
+__all__ = ["AdmissionAttributes", "hook_matches", "rule_matches", "rules_match"]
 
 Obj = dict[str, Any]
 
@@ -81,11 +81,17 @@ def _selects(selector_doc: Any, objs: list[Obj | None]) -> bool:
     return any(obj is not None and selector.matches(obj) for obj in objs)
 
 
-def hook_matches(hook: Obj, attrs: AdmissionAttributes, namespace_obj: Obj | None) -> bool:
-    """Whether ``hook`` is called for this request (``namespace_obj``: the request's Namespace)."""
+def rules_match(hook: Obj, attrs: AdmissionAttributes) -> bool:
+    """Whether ``hook``'s rules take this request, whatever the objects (webhook configurations
+    themselves are never sent to webhooks, as in kube-apiserver)."""
     if attrs.rt.group == "admissionregistration.k8s.io":
         return False
-    if not any(rule_matches(rule, attrs) for rule in hook.get("rules") or []):
+    return any(rule_matches(rule, attrs) for rule in hook.get("rules") or [])
+
+
+def hook_matches(hook: Obj, attrs: AdmissionAttributes, namespace_obj: Obj | None) -> bool:
+    """Whether ``hook`` is called for this request (``namespace_obj``: the request's Namespace)."""
+    if not rules_match(hook, attrs):
         return False
     if attrs.rt.key == ("", "namespaces"):
         if not _selects(hook.get("namespaceSelector"), [attrs.obj, attrs.old]):

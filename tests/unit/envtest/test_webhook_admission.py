@@ -210,6 +210,16 @@ async def test_configuration_defaults_and_validation(webhook: Recorder) -> None:
                 "https://host[/path]"
             ),
         }
+        # kube's IsFullyQualifiedName: a DNS-1123 subdomain first, then at least three segments.
+        for name, message in (
+            ("Check.example.com", 'Invalid value: "Check.example.com": a lowercase RFC 1123 subdomain'),
+            ("check.example", 'Invalid value: "check.example": should be a domain with at least three segments'),
+        ):
+            misnamed = _config(webhook, name=name)
+            misnamed["metadata"]["name"] = "misnamed"
+            err = await _refused(client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, misnamed))
+            causes = {c["field"]: c["message"] for c in (err.body or {})["details"]["causes"]}
+            assert err.status == 422 and causes["webhooks[0].name"].startswith(message), causes
 
 
 async def test_reviews_carry_the_stored_object_and_the_request(webhook: Recorder) -> None:
