@@ -295,9 +295,7 @@ class Client:
             page["items"] = None  # let the raw page go as soon as its items are slimmed
             return raw if transform is None else [transform(item) for item in raw]
 
-        page = await same_query(
-            limit=limit, continue_token=query.get("continue_token"), resource_version=resource_version
-        )
+        page = await self.list(res, namespace, **query)
         items = take(page)
         while token := (page.get("metadata") or {}).get("continue"):
             try:
