@@ -23,6 +23,7 @@ from typing import Any
 from aiohttp import web
 
 from kuberay_py.clock import Clock
+from kuberay_py.httpserver import HTTPServer
 from kuberay_py.log import get_logger
 
 from .admission import MAX_REQUEST_BYTES, Handler, ReviewError, decode_review, encode_review, errored
@@ -65,10 +66,9 @@ class WebhookServer:
         self.options = options or WebhookServerOptions()
         self._clock = clock
         self._handlers: dict[str, Handler] = {}
-        self._runner: web.AppRunner | None = None
+        self._http: HTTPServer | None = None
         self._watch: asyncio.Task[None] | None = None
         self.certs: CertWatcher | None = None
-        self.port: int | None = None
 
     # -- registration -----------------------------------------------------------------------------
 
@@ -78,7 +78,7 @@ class WebhookServer:
             raise ValueError(f"webhook path {path!r} must start with '/'")
         if path in self._handlers:
             raise ValueError(f"can't register duplicate path: {path}")
-        if self._runner is not None:
+        if self._http is not None:
             raise RuntimeError("register webhooks before the server starts")
         self._handlers[path] = handler
 
@@ -154,24 +154,16 @@ class WebhookServer:
                 f"webhook server cannot load its serving certificate ({err}); it needs {opts.cert_name} and "
                 f"{opts.key_name} in {opts.cert_dir} (docs/webhooks.md)"
             ) from err
-        self._runner = web.AppRunner(
-            self._app(), access_log=None, handle_signals=False, shutdown_timeout=opts.shutdown_timeout
+        host = f"[{opts.host}]" if ":" in opts.host else opts.host
+        http = HTTPServer(
+            "webhook",
+            self._app(),
+            f"{host}:{opts.port}",
+            ssl_context=self.certs.context,
+            shutdown_timeout=opts.shutdown_timeout,
         )
-        await self._runner.setup()
-        site = web.TCPSite(
-            self._runner, opts.host or None, opts.port, ssl_context=self.certs.context, reuse_address=True
-        )
-        try:
-            await site.start()
-        except OSError as err:
-            await self._runner.cleanup()
-            self._runner = None
-            where = f"{opts.host}:{opts.port}"
-            raise OSError(err.errno, f"webhook server cannot listen on {where}: {err.strerror}") from err
-        for addr in self._runner.addresses:
-            if isinstance(addr, tuple) and len(addr) >= 2:
-                self.port = int(addr[1])
-                break
+        await http.start()  # OSError "webhook server cannot listen on ..." when the port is taken
+        self._http = http
         self._watch = asyncio.create_task(self.certs.watch(), name="webhook-certwatcher")
         log.info(
             "serving webhook server", host=opts.host, port=self.port, cert_dir=opts.cert_dir, paths=self.paths
@@ -182,32 +174,33 @@ class WebhookServer:
             self._watch.cancel()
             await asyncio.gather(self._watch, return_exceptions=True)
             self._watch = None
-        if self._runner is not None:
+        if self._http is not None:
             log.info("shutting down webhook server")
-            await self._runner.cleanup()  # stops accepting, lets requests in flight finish
-            self._runner = None
-            self.port = None
+            await self._http.stop()  # stops accepting, lets requests in flight finish
+            self._http = None
+
+    @property
+    def port(self) -> int | None:
+        """The bound port once serving (``port=0`` picks one)."""
+        return None if self._http is None else self._http.port
 
     @property
     def url(self) -> str | None:
         """``https://127.0.0.1:<port>`` once serving (for tests and the envtest install options)."""
-        if self.port is None:
-            return None
-        host = self.options.host if self.options.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
-        return f"https://{host}:{self.port}"
+        return None if self._http is None else self._http.url
 
     def started_checker(self) -> Callable[[], Coroutine[Any, Any, None]]:
         """A readiness check: passes once a TLS handshake with the server succeeds."""
 
         async def check() -> None:
-            if self.port is None:
+            http = self._http
+            if http is None or http.host is None:
                 raise RuntimeError("webhook server has not been started yet")
-            host = self.options.host if self.options.host not in ("", "0.0.0.0", "::") else "127.0.0.1"
             ctx = ssl.create_default_context()
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE  # serving at all is the question, not who trusts the cert
             try:
-                _, writer = await asyncio.wait_for(asyncio.open_connection(host, self.port, ssl=ctx), 10)
+                _, writer = await asyncio.wait_for(asyncio.open_connection(http.host, http.port, ssl=ctx), 10)
             except (TimeoutError, OSError) as err:
                 raise RuntimeError(f"webhook server is not reachable: {err}") from err
             writer.close()

@@ -24,13 +24,15 @@ ALLOWED: dict[str, set[str]] = {
     "log": set(),
     "metrics": set(),
     "objects": set(),
+    # One aiohttp application on one address: the manager's servers and the webhook server.
+    "httpserver": {"log"},
     "client": BASE,
     "workqueue": BASE,  # deliberately no client: the queue knows nothing about the API
     "cache": BASE | {"client", "workqueue"},
     "controller": BASE | {"client", "workqueue", "cache"},
-    "manager": BASE | {"client", "workqueue", "cache", "controller"},
+    "manager": BASE | {"client", "workqueue", "cache", "controller", "httpserver"},
     # The admission webhook server: base only; the manager runs it through a protocol.
-    "webhook": BASE,
+    "webhook": BASE | {"httpserver"},
     # Test support: may use the client and cache (the simulator does), never the manager/controller.
     "envtest": BASE | {"client", "workqueue", "cache"},
 }
