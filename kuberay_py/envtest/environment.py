@@ -37,7 +37,7 @@ from .apiserver import BuiltinAPIServer
 from .controlplane import Assets, ControlPlane, find_assets, make_certs
 from .crdfiles import read_crds
 from .kubeconfig import kubeconfig_dict, write_kubeconfig
-from .rest import RestError, request_json
+from .rest import RestError, create_or_replace, request_json
 from .serviceaccount import request_token, write_service_account_kubeconfig
 from .webhooks import WebhookInstallOptions, install_webhooks, uninstall_webhooks
 
@@ -141,7 +141,9 @@ class Environment:
                 await self.install_crds(self.crd_paths)
             if self.webhook_install_options is not None:
                 assert self._api is not None and self._tmpdir is not None
-                await install_webhooks(self._api, self.webhook_install_options, self._tmpdir.name)
+                await install_webhooks(
+                    self._api, self.webhook_install_options, self._tmpdir.name, self.crd_install_timeout
+                )
             if self.simulate:
                 await self._start_simulator()
             self._publish_kubeconfig()
@@ -303,36 +305,11 @@ class Environment:
         )
         installed = []
         deadline = asyncio.get_running_loop().time() + self.crd_install_timeout
+        assert self._api is not None
         for doc in docs:
-            name = doc["metadata"]["name"]
-            try:
-                installed.append(await self._request_until(deadline, "POST", _CRD_PATH, doc))
-            except RestError as e:
-                if e.status != 409:
-                    raise
-                current = await self._request_until(deadline, "GET", f"{_CRD_PATH}/{name}")
-                doc = {
-                    **doc,
-                    "metadata": {
-                        **doc["metadata"],
-                        "resourceVersion": current["metadata"]["resourceVersion"],
-                    },
-                }
-                installed.append(await self._request_until(deadline, "PUT", f"{_CRD_PATH}/{name}", doc))
+            installed.append(await create_or_replace(self._api, _CRD_PATH, doc, deadline))
         await self.wait_for_crds([d["metadata"]["name"] for d in docs])
         return installed
-
-    async def _request_until(self, deadline: float, method: str, path: str, body: Any = None) -> Any:
-        """One request, repeated while a starting kube-apiserver answers 429/503/504 (until ``deadline``)."""
-        assert self._api is not None
-        loop = asyncio.get_running_loop()
-        while True:
-            try:
-                return await request_json(self._api, method, path, body)
-            except RestError as e:
-                if not e.retriable or loop.time() > deadline:
-                    raise
-            await asyncio.sleep(0.1)
 
     async def wait_for_crds(self, names: Iterable[str], poll: float = 0.05) -> None:
         """Until every CRD is Established and its resources appear in discovery (envtest's WaitForCRDs)."""

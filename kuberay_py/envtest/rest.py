@@ -13,13 +13,21 @@ crash.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
 from aiohttp import ClientError
 from kubernetes_asyncio.client import ApiClient
 
-__all__ = ["RETRIABLE_STATUSES", "RestError", "decode_body", "request_json"]
+__all__ = [
+    "RETRIABLE_STATUSES",
+    "RestError",
+    "create_or_replace",
+    "decode_body",
+    "request_json",
+    "request_until",
+]
 
 # Answers a starting or busy kube-apiserver gives that mean "try again", not "no".
 RETRIABLE_STATUSES = frozenset({429, 503, 504})
@@ -85,3 +93,31 @@ async def request_json(
     if isinstance(decoded, str):
         raise RestError(resp.status, f"{method} {path}: response is not JSON: {decoded[:120]!r}")
     return decoded
+
+
+async def request_until(api: ApiClient, deadline: float, method: str, path: str, body: Any = None) -> Any:
+    """One request, repeated while a starting kube-apiserver answers 429/503/504 (until ``deadline``,
+    on the loop's clock)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            return await request_json(api, method, path, body)
+        except RestError as e:
+            if not e.retriable or loop.time() > deadline:
+                raise
+        await asyncio.sleep(0.1)
+
+
+async def create_or_replace(api: ApiClient, collection: str, doc: dict[str, Any], deadline: float) -> Any:
+    """Create ``doc`` under ``collection``, or replace the object of that name (installing into a
+    cluster that already has it: an earlier run, an existing cluster)."""
+    try:
+        return await request_until(api, deadline, "POST", collection, doc)
+    except RestError as e:
+        if e.status != 409:
+            raise
+    path = f"{collection}/{doc['metadata']['name']}"
+    current = await request_until(api, deadline, "GET", path)
+    version = current["metadata"]["resourceVersion"]
+    replacement = {**doc, "metadata": {**doc["metadata"], "resourceVersion": version}}
+    return await request_until(api, deadline, "PUT", path, replacement)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import structlog
 from kubernetes_asyncio.client import ApiClient
@@ -26,12 +27,11 @@ from kuberay_py.client import Resource
 
 from .controlplane import free_port
 from .crdfiles import read_kind
-from .rest import RestError, request_json
+from .rest import RestError, create_or_replace, request_json
 from .webhookcerts import WebhookCA
 
 __all__ = [
     "VALIDATING_WEBHOOK_CONFIGURATIONS",
-    "VALIDATING_WEBHOOK_CONFIGURATIONS_PATH",
     "WebhookInstallOptions",
     "install_webhooks",
     "read_webhook_configurations",
@@ -46,10 +46,6 @@ VALIDATING_WEBHOOK_CONFIGURATIONS = Resource(
     "ValidatingWebhookConfiguration",
     "validatingwebhookconfigurations",
     namespaced=False,
-)
-
-VALIDATING_WEBHOOK_CONFIGURATIONS_PATH = (
-    "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"
 )
 
 
@@ -112,26 +108,21 @@ class WebhookInstallOptions:
                 config = hook.get("clientConfig") or {}
                 path = str((config.get("service") or {}).get("path") or "")
                 if not path and config.get("url"):
-                    path = "/" + str(config["url"]).split("://", 1)[-1].partition("/")[2]
+                    path = urlsplit(str(config["url"])).path
                 hook["clientConfig"] = {"url": self.url(path or "/"), "caBundle": bundle}
             out.append(doc)
         return out
 
 
-async def install_webhooks(api: ApiClient, options: WebhookInstallOptions, work_dir: str | Path) -> None:
+async def install_webhooks(
+    api: ApiClient, options: WebhookInstallOptions, work_dir: str | Path, timeout: float = 30.0
+) -> None:
     """Set up the serving pair and create (or replace) the configurations in the API server."""
     await asyncio.to_thread(options.setup, work_dir)
+    deadline = asyncio.get_running_loop().time() + timeout
     for doc in options.configurations():
-        name = doc["metadata"]["name"]
-        try:
-            await request_json(api, "POST", VALIDATING_WEBHOOK_CONFIGURATIONS_PATH, doc)
-        except RestError as err:
-            if err.status != 409:
-                raise
-            current = await request_json(api, "GET", f"{VALIDATING_WEBHOOK_CONFIGURATIONS_PATH}/{name}")
-            doc["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
-            await request_json(api, "PUT", f"{VALIDATING_WEBHOOK_CONFIGURATIONS_PATH}/{name}", doc)
-        options.installed.append(name)
+        await create_or_replace(api, VALIDATING_WEBHOOK_CONFIGURATIONS.path(), doc, deadline)
+        options.installed.append(doc["metadata"]["name"])
     log.info(
         "envtest.webhooks_installed",
         configurations=options.installed,
@@ -145,4 +136,4 @@ async def uninstall_webhooks(api: ApiClient, options: WebhookInstallOptions) -> 
     while options.installed:
         name = options.installed.pop()
         with contextlib.suppress(RestError):
-            await request_json(api, "DELETE", f"{VALIDATING_WEBHOOK_CONFIGURATIONS_PATH}/{name}")
+            await request_json(api, "DELETE", VALIDATING_WEBHOOK_CONFIGURATIONS.path(name=name))
