@@ -36,6 +36,8 @@ from pathlib import Path
 import aiohttp
 import structlog
 
+from .certs import RSA_KEY, openssl, self_signed_ca, serving_san, sign
+
 __all__ = [
     "Assets",
     "ControlPlane",
@@ -143,64 +145,26 @@ class Certs:
     sa_pub: str
 
 
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-
 def make_certs(cert_dir: str, host: str = "127.0.0.1") -> Certs:
     """A throw-away CA, a serving certificate for ``host``/localhost, an admin client certificate
     (``O=system:masters``) and the service-account signing key pair."""
     d = Path(cert_dir)
     d.mkdir(parents=True, exist_ok=True)
-    ca_key, ca_crt = str(d / "ca.key"), str(d / "ca.crt")
-    _openssl(
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        ca_key,
-        "-out",
-        ca_crt,
-        "-days",
-        "2",
-        "-subj",
-        "/CN=envtest-ca",
-    )
+    ca_key, ca_crt = d / "ca.key", d / "ca.crt"
+    self_signed_ca(ca_key, ca_crt, "envtest-ca", RSA_KEY)
     ext = d / "serving.ext"
-    ext.write_text(f"subjectAltName=IP:{host},IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n")
+    ext.write_text(f"subjectAltName={serving_san(host)}\nextendedKeyUsage=serverAuth\n")
     client_ext = d / "client.ext"
     client_ext.write_text("extendedKeyUsage=clientAuth\n")
-
-    def signed(stem: str, subj: str, extfile: Path) -> tuple[str, str]:
-        key, csr, crt = str(d / f"{stem}.key"), str(d / f"{stem}.csr"), str(d / f"{stem}.crt")
-        _openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", subj)
-        _openssl(
-            "x509",
-            "-req",
-            "-in",
-            csr,
-            "-CA",
-            ca_crt,
-            "-CAkey",
-            ca_key,
-            "-CAcreateserial",
-            "-out",
-            crt,
-            "-days",
-            "2",
-            "-extfile",
-            str(extfile),
-        )
-        return crt, key
-
-    serving_crt, serving_key = signed("apiserver", "/CN=localhost", ext)
-    client_crt, client_key = signed("admin", "/O=system:masters/CN=envtest-admin", client_ext)
+    ca = (ca_crt, ca_key)
+    serving_crt, serving_key = sign(ca, d, "apiserver", "/CN=localhost", ext, RSA_KEY)
+    client_crt, client_key = sign(ca, d, "admin", "/O=system:masters/CN=envtest-admin", client_ext, RSA_KEY)
     sa_key, sa_pub = str(d / "sa-signer.key"), str(d / "sa-signer.pub")
-    _openssl("genrsa", "-out", sa_key, "2048")
-    _openssl("rsa", "-in", sa_key, "-pubout", "-out", sa_pub)
-    return Certs(ca_crt, serving_crt, serving_key, client_crt, client_key, sa_key, sa_pub)
+    openssl("genrsa", "-out", sa_key, "2048")
+    openssl("rsa", "-in", sa_key, "-pubout", "-out", sa_pub)
+    return Certs(
+        str(ca_crt), str(serving_crt), str(serving_key), str(client_crt), str(client_key), sa_key, sa_pub
+    )
 
 
 _PR_SET_PDEATHSIG = 1

@@ -9,27 +9,13 @@ own certificates; EC keys keep it fast.
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import subprocess
 import tempfile
 from pathlib import Path
 
+from .certs import EC_KEY, self_signed_ca, serving_san, sign
+
 __all__ = ["WebhookCA"]
-
-_EC = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-
-
-def _openssl(*args: str) -> None:
-    subprocess.run(["openssl", *args], check=True, capture_output=True)
-
-
-def _san(host: str) -> str:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return f"DNS:{host},DNS:localhost,IP:127.0.0.1"
-    return f"IP:{host},IP:127.0.0.1,DNS:localhost"
 
 
 class WebhookCA:
@@ -43,19 +29,7 @@ class WebhookCA:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.ca_key = self.directory / "ca.key"
         self.ca_cert = self.directory / "ca.crt"
-        _openssl(
-            "req",
-            "-x509",
-            *_EC,
-            "-keyout",
-            str(self.ca_key),
-            "-out",
-            str(self.ca_cert),
-            "-days",
-            "2",
-            "-subj",
-            f"/CN={name}",
-        )
+        self_signed_ca(self.ca_key, self.ca_cert, name, EC_KEY)
         self.issued = 0
 
     @property
@@ -69,36 +43,9 @@ class WebhookCA:
         target.mkdir(parents=True, exist_ok=True)
         self.issued += 1
         with tempfile.TemporaryDirectory(dir=self.directory) as work:
-            w = Path(work)
-            ext = w / "serving.ext"
-            ext.write_text(f"subjectAltName={_san(self.host)}\nextendedKeyUsage=serverAuth\n")
-            key, csr, crt = w / "tls.key", w / "tls.csr", w / "tls.crt"
-            _openssl(
-                "req",
-                *_EC,
-                "-keyout",
-                str(key),
-                "-out",
-                str(csr),
-                "-subj",
-                f"/CN=envtest-webhook-{self.issued}",
-            )
-            _openssl(
-                "x509",
-                "-req",
-                "-in",
-                str(csr),
-                "-CA",
-                str(self.ca_cert),
-                "-CAkey",
-                str(self.ca_key),
-                "-CAcreateserial",
-                "-out",
-                str(crt),
-                "-days",
-                "2",
-                "-extfile",
-                str(ext),
-            )
+            ext = Path(work) / "serving.ext"
+            ext.write_text(f"subjectAltName={serving_san(self.host)}\nextendedKeyUsage=serverAuth\n")
+            subject = f"/CN=envtest-webhook-{self.issued}"
+            crt, key = sign((self.ca_cert, self.ca_key), work, "tls", subject, ext, EC_KEY)
             os.replace(key, target / key_name)
             os.replace(crt, target / cert_name)
