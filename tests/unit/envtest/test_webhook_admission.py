@@ -5,6 +5,7 @@ rules and wording. A recording webhook stands in for a real one."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import shutil
 import ssl
 from collections.abc import AsyncIterator, Callable
@@ -18,7 +19,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from kuberay_py.client import ApiError, NotFound
+from kuberay_py.client import ApiError, Client, NotFound
 from kuberay_py.client import resources as r
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.apiserver.registry import ResourceType
@@ -26,6 +27,7 @@ from kuberay_py.envtest.apiserver.webhookrules import AdmissionAttributes, hook_
 from kuberay_py.envtest.controlplane import free_port
 from kuberay_py.envtest.webhookcerts import WebhookCA
 from kuberay_py.envtest.webhooks import VALIDATING_WEBHOOK_CONFIGURATIONS
+from tests.polling import eventually
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
 
@@ -178,6 +180,23 @@ def _config(recorder: Recorder, **hook: Any) -> dict[str, Any]:
     }
 
 
+async def _in_effect(client: Client, webhook: Recorder) -> None:
+    """Until the API server calls ``webhook``: kube-apiserver loads configurations through an
+    informer, so a write right after creating one may still pass unreviewed. Probes are dry runs,
+    and their reviews are cleared."""
+
+    async def called() -> bool:
+        with contextlib.suppress(ApiError):
+            await client.create(
+                r.CONFIGMAPS, {"metadata": {"generateName": "probe-"}}, "default", dry_run=True
+            )
+        return bool(webhook.reviews)
+
+    await eventually(called, "the webhook configuration in effect", tolerate=())
+    webhook.reviews.clear()
+    webhook.paths.clear()
+
+
 async def _refused(coro: Any) -> ApiError:
     with pytest.raises(ApiError) as info:
         await coro
@@ -213,7 +232,10 @@ async def test_configuration_defaults_and_validation(webhook: Recorder) -> None:
         # kube's IsFullyQualifiedName: a DNS-1123 subdomain first, then at least three segments.
         for name, message in (
             ("Check.example.com", 'Invalid value: "Check.example.com": a lowercase RFC 1123 subdomain'),
-            ("check.example", 'Invalid value: "check.example": should be a domain with at least three segments'),
+            (
+                "check.example",
+                'Invalid value: "check.example": should be a domain with at least three segments',
+            ),
         ):
             misnamed = _config(webhook, name=name)
             misnamed["metadata"]["name"] = "misnamed"
@@ -225,6 +247,7 @@ async def test_configuration_defaults_and_validation(webhook: Recorder) -> None:
 async def test_reviews_carry_the_stored_object_and_the_request(webhook: Recorder) -> None:
     async with Environment() as env, env.new_client() as client:
         await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, _config(webhook))
+        await _in_effect(client, webhook)
         created = await client.create(
             r.CONFIGMAPS, {"metadata": {"generateName": "cm-"}, "data": {"a": "1"}}, "default"
         )
@@ -252,6 +275,7 @@ async def test_reviews_carry_the_stored_object_and_the_request(webhook: Recorder
 async def test_denials_and_bad_answers(webhook: Recorder) -> None:
     async with Environment() as env, env.new_client() as client:
         await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, _config(webhook))
+        await _in_effect(client, webhook)
         body = {"metadata": {"name": "denied"}}
 
         webhook.answer = lambda req: {"uid": req["uid"], "allowed": False, "status": {"code": 200}}
@@ -331,6 +355,7 @@ async def test_service_reference_is_called_through_its_endpoints(tmp_path: Path)
 async def test_dry_run_reaches_the_webhook_flagged_and_stores_nothing(webhook: Recorder) -> None:
     async with Environment() as env, env.new_client() as client:
         await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, _config(webhook))
+        await _in_effect(client, webhook)
         await client.create(r.CONFIGMAPS, {"metadata": {"name": "dry"}}, "default", dry_run=True)
         assert webhook.reviews[-1]["request"]["dryRun"] is True
         with pytest.raises(NotFound):
@@ -359,6 +384,7 @@ async def test_webhook_warnings_reach_the_client_as_warning_headers(webhook: Rec
     webhook.answer = lambda req: {"uid": req["uid"], "allowed": True, "warnings": ['mind the "gap"', "twice"]}
     async with Environment() as env, env.new_client() as client:
         await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, _config(webhook))
+        await _in_effect(client, webhook)
         status, warnings = await _raw_create(
             env, "/api/v1/namespaces/default/configmaps", {"metadata": {"name": "warned"}}
         )
