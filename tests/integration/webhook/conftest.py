@@ -3,24 +3,24 @@ started with ``ENABLE_WEBHOOKS=true`` serving them, as ``config/default-with-web
 
 from __future__ import annotations
 
-import asyncio
 import copy
-import os
-from collections.abc import AsyncIterator, Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import pytest_asyncio
 import yaml
 
 from controllers.cli.flags import OperatorFlags
 from controllers.cli.operator import build_manager
-from kuberay_py.client import Client
+from controllers.constants import RAYCLUSTERS
+from kuberay_py.client import ApiError, Client
 from kuberay_py.envtest import Environment, WebhookInstallOptions
 from kuberay_py.manager import Manager
 from kuberay_py.webhook import WebhookServerOptions
+from tests.in_loop_manager import running_in_loop
 from tests.polling import eventually
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -35,19 +35,6 @@ def sample(file: str, **metadata: Any) -> dict[str, Any]:
     doc = copy.deepcopy(next(d for d in yaml.safe_load_all((SAMPLES / file).read_text()) if d))
     doc["metadata"].update(metadata)
     return dict(doc)
-
-
-@contextmanager
-def environ(name: str, value: str) -> Iterator[None]:
-    previous = os.environ.get(name)
-    os.environ[name] = value
-    try:
-        yield
-    finally:
-        if previous is None:
-            del os.environ[name]
-        else:
-            os.environ[name] = previous
 
 
 def server_options(options: WebhookInstallOptions, **extra: Any) -> WebhookServerOptions:
@@ -76,19 +63,28 @@ async def operator() -> AsyncIterator[Operator]:
             health_probe_bind_address="127.0.0.1:0",
             webhook_server=server_options(options),
         )
-        with environ("ENABLE_WEBHOOKS", "true"):  # KubeRay's switch, read when the manager is built
+        with pytest.MonkeyPatch.context() as patch:  # KubeRay's switch, read when the manager is built
+            patch.setenv("ENABLE_WEBHOOKS", "true")
             manager = build_manager(env.client_config, flags, leader_election=False)
-        run = asyncio.create_task(manager.run(install_signal_handlers=False))
-        try:
+        async with running_in_loop(manager), env.new_client() as client:
             await eventually(lambda: _ready(manager), "operator ready", 60, tolerate=(OSError,))
+            await eventually(lambda: _enforced(client), "the webhook configurations in effect", tolerate=())
             yield Operator(env, manager, options)
-        finally:
-            manager.stop()
-            await run
 
 
 async def _ready(manager: Manager) -> bool:
     return manager.health_url is not None and await manager.readyz.healthy()
+
+
+async def _enforced(client: Client) -> bool:
+    """A dry run the webhook refuses is refused: kube-apiserver loads configurations through an
+    informer, so one installed at start may not be in effect yet."""
+    probe = sample("ray-cluster.sample.yaml", name="1-not-a-dns1035-label")
+    try:
+        await client.create(RAYCLUSTERS, probe, "default", dry_run=True)
+    except ApiError as err:
+        return err.status == 422
+    return False
 
 
 @pytest_asyncio.fixture(loop_scope="session")

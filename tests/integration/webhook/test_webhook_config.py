@@ -27,7 +27,7 @@ from kuberay_py.envtest import Environment
 from kuberay_py.envtest.webhooks import VALIDATING_WEBHOOK_CONFIGURATIONS
 from kuberay_py.webhook import DEFAULT_CERT_DIR, DEFAULT_PORT
 from tests.integration.test_config_manifests import FIELD_MANAGER, default_install, kustomize_files
-from tests.integration.webhook.conftest import CRDS, environ
+from tests.integration.webhook.conftest import CRDS
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG = ROOT / "config"
@@ -152,14 +152,14 @@ def _cm(doc: dict[str, Any]) -> Resource:
 
 
 async def test_the_patched_operator_serves_webhooks_where_the_manifests_expect(
-    patched: dict[str, dict[str, Any]],
+    patched: dict[str, dict[str, Any]], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pod = patched["Deployment"]["spec"]["template"]
     [container] = pod["spec"]["containers"]
     env = {e["name"]: e.get("value") for e in container["env"]}
     assert env["POD_NAMESPACE"] is None  # the base's variables stay
-    with environ("ENABLE_WEBHOOKS", env["ENABLE_WEBHOOKS"]):
-        assert webhooks_enabled(OperatorFlags())
+    monkeypatch.setenv("ENABLE_WEBHOOKS", env["ENABLE_WEBHOOKS"])
+    assert webhooks_enabled(OperatorFlags())
     ports = {p["name"]: p["containerPort"] for p in container["ports"]}
     assert ports["webhook-server"] == DEFAULT_PORT and "http-metrics" in ports
     mounts = {m["name"]: m for m in container["volumeMounts"]}
@@ -182,7 +182,7 @@ async def test_kubectl_kustomize_renders_the_same_overlay(patched: dict[str, dic
         stdout=asyncio.subprocess.PIPE,
         env={**os.environ, "KUBECONFIG": os.devnull},
     )
-    out, _ = await proc.communicate()
+    out, _ = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0
     rendered = out.decode()
     docs = [d for d in yaml.safe_load_all(rendered) if d]
