@@ -25,7 +25,7 @@ from kuberay_py.clock import FakeClock
 from kuberay_py.manager import ManagerOptions
 from tests import external_apis
 from tests.integration.batchscheduler.test_batch_schedulers import raycluster
-from tests.integration.cli.procs import LOOPBACK, Proc
+from tests.integration.cli.procs import LOOPBACK, run_to_exit
 from tests.polling import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -34,12 +34,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 async def test_kubernetes_was_without_its_api_exits_1_at_start(tmp_path: Path) -> None:
     async with external_apis.environment() as env:  # no scheduling.k8s.io/v1alpha2
         kubeconfig = Path(env.kubeconfig_path)
-        op = Proc("run", "--kubeconfig", str(kubeconfig), "--feature-gates=KubernetesWAS=true", *LOOPBACK)
-        try:
-            # The API server runs on this loop: wait for the process off it.
-            code = await asyncio.to_thread(op.wait, 60)
-        finally:
-            op.kill()
+        # The API server runs on this loop: wait for the process off it.
+        args = ("run", "--kubeconfig", str(kubeconfig), "--feature-gates=KubernetesWAS=true", *LOOPBACK)
+        code, op = await asyncio.to_thread(run_to_exit, *args, timeout=60)
         assert code == 1, str(op)
         logged = op.json_log("operator.batch_scheduler_unavailable", timeout=5)
         assert logged["error"] == (

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.cli.procs import LOOPBACK, Proc
+from tests.integration.cli.procs import LOOPBACK, Proc, run_to_exit
 
 
 def test_sigterm_while_waiting_for_a_kubeconfig_exits_0(tmp_path: Path) -> None:
@@ -36,11 +36,8 @@ def test_leader_election_out_of_cluster_needs_a_namespace(
         "current-context: x\n"
     )
     assert "POD_NAMESPACE" not in os.environ
-    op = Proc("run", "--kubeconfig", str(kubeconfig), *LOOPBACK)
-    try:
-        assert op.wait(60) == 2, str(op)
-    finally:
-        op.kill()
+    code, op = run_to_exit("run", "--kubeconfig", str(kubeconfig), *LOOPBACK, timeout=60)
+    assert code == 2, str(op)
     assert op.stderr[-1].startswith("kuberay-operator: error: unable to find leader election namespace"), str(
         op
     )
@@ -48,10 +45,7 @@ def test_leader_election_out_of_cluster_needs_a_namespace(
 
 
 def test_bad_flag_value_from_the_console_script_is_one_line_and_exit_2() -> None:
-    op = Proc("run", "--qps", "fast")
-    try:
-        assert op.wait(30) == 2
-    finally:
-        op.kill()
+    code, op = run_to_exit("run", "--qps", "fast", timeout=30)
+    assert code == 2
     # Go's flag package's wording, as KubeRay's /manager prints it.
     assert op.stderr == ['kuberay-operator: error: invalid value "fast" for flag -qps: parse error']

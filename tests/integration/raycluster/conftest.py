@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import dataclasses
-import os
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
@@ -156,10 +155,6 @@ async def all_running(client: Client, ns: str, cluster: str, ip_prefix: str = "1
     for i, pod in enumerate(pods):
         await set_pod_status(client, pod, ip=f"{ip_prefix}{i + 1}")
     return len(pods)
-
-
-def env_flag() -> bool:
-    return bool(os.environ.get("KUBEBUILDER_ASSETS"))
 
 
 @pytest_asyncio.fixture(loop_scope="session")

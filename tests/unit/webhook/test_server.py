@@ -255,7 +255,7 @@ async def test_stop_lets_a_review_in_flight_finish_and_then_refuses_connections(
                 return dict(await r.json())
 
         in_flight = asyncio.create_task(call())
-        await entered.wait()
+        await asyncio.wait_for(entered.wait(), 10)  # the request reached the handler
         stopping = asyncio.create_task(srv.stop())
         port = int(url.rsplit(":", 1)[1])
 
