@@ -257,27 +257,27 @@ class DerivedRun:
 
 
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
-async def derived_applied() -> AsyncIterator[dict[str, DerivedRun]]:
-    """Each directory of golden/derived on its own API server with its own operator, every
-    sample of it in its own namespace."""
+async def derived_applied(request: pytest.FixtureRequest) -> AsyncIterator[dict[str, DerivedRun]]:
+    """One directory of golden/derived (the param) on its own API server with its own operator,
+    every sample of it in its own namespace. pytest groups the tests by directory, so one server
+    runs at a time."""
+    directory: str = request.param
+    spec = DERIVED_OPERATORS[directory]
+    names = [n for n in DERIVED_NAMES if n.startswith(directory + "/")]
     out: dict[str, DerivedRun] = {}
     async with contextlib.AsyncExitStack() as stack:
-        for directory, spec in DERIVED_OPERATORS.items():
-            names = [n for n in DERIVED_NAMES if n.startswith(directory + "/")]
-            if not names:
-                continue
-            env = await stack.enter_async_context(external_apis.environment(*spec.apis))
-            client = env.new_client()
-            stack.push_async_callback(client.close)
-            namespaces = {name: await env.create_namespace() for name in names}
-            raycluster, rayjob = spec.options(client)
-            await stack.enter_async_context(
-                external_apis.operator(env, list(namespaces.values()), raycluster, rayjob=rayjob)
-            )
-            for name, namespace in namespaces.items():
-                sample = golden.golden("derived/" + name)["sample"]
-                applied = await _apply_sample(client, namespace, sample)
-                out[name] = DerivedRun(Applied(namespace, applied), client)
+        env = await stack.enter_async_context(external_apis.environment(*spec.apis))
+        client = env.new_client()
+        stack.push_async_callback(client.close)
+        namespaces = {name: await env.create_namespace() for name in names}
+        raycluster, rayjob = spec.options(client)
+        await stack.enter_async_context(
+            external_apis.operator(env, list(namespaces.values()), raycluster, rayjob=rayjob)
+        )
+        for name, namespace in namespaces.items():
+            sample = golden.golden("derived/" + name)["sample"]
+            applied = await _apply_sample(client, namespace, sample)
+            out[name] = DerivedRun(Applied(namespace, applied), client)
         yield out
 
 
@@ -303,7 +303,11 @@ def derived_diff(expected: dict[str, Any], ours: list[dict[str, Any]]) -> list[t
     return out
 
 
-@pytest.mark.parametrize("derived", DERIVED_NAMES)
+@pytest.mark.parametrize(
+    ("derived_applied", "derived"),
+    [pytest.param(n.split("/")[0], n, id=n) for n in DERIVED_NAMES],
+    indirect=["derived_applied"],
+)
 async def test_objects_equal_derived_from_kuberays_source(
     derived: str, derived_applied: dict[str, DerivedRun]
 ) -> None:
