@@ -1,7 +1,8 @@
-"""An API server with only this project's CRDs (``config/crd/bases``), for the suites that test
-the CRDs themselves: what the server accepts, stores and rejects.
+"""An API server with only this project's CRDs (``config/crd/bases``): for the suites that test
+the CRDs themselves (what the server accepts, stores and rejects) and the RayCluster envtest
+suites, which bring their own operator.
 
-One server per test module (``crd_env``); each test gets a client and a namespace of its own.
+One server for the session (``crd_env``); each test gets a client and a namespace of its own.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ from kuberay_py.envtest import Environment
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd" / "bases"
 
 
-@pytest_asyncio.fixture(scope="module", loop_scope="session")
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def crd_env() -> AsyncIterator[Environment]:
+    """One API server with our CRDs for the suites that need nothing else (each test works in its
+    own namespace)."""
     async with Environment([str(CRD_DIR)]) as env:
         yield env
 

@@ -32,15 +32,9 @@ CRDS = str(ROOT / "config" / "crd" / "bases")
 WAIT = 20.0  # bound for eventual consistency on a loaded 2-core machine, not a performance assertion
 
 
-@pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def rc_env() -> AsyncIterator[Environment]:
-    async with Environment([CRDS]) as env:
-        yield env
-
-
 @pytest_asyncio.fixture(loop_scope="session")
-async def rc_client(rc_env: Environment) -> AsyncIterator[Client]:
-    client = rc_env.new_client()
+async def rc_client(crd_env: Environment) -> AsyncIterator[Client]:
+    client = crd_env.new_client()
     try:
         yield client
     finally:
@@ -48,12 +42,12 @@ async def rc_client(rc_env: Environment) -> AsyncIterator[Client]:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def rc_namespace(rc_env: Environment) -> AsyncIterator[str]:
-    ns = await rc_env.create_namespace(generate_name="rc-")
+async def rc_namespace(crd_env: Environment) -> AsyncIterator[str]:
+    ns = await crd_env.create_namespace(generate_name="rc-")
     try:
         yield ns
     finally:
-        await rc_env.delete_namespace(ns)
+        await crd_env.delete_namespace(ns)
 
 
 class Operator:
@@ -63,8 +57,8 @@ class Operator:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def operator(rc_env: Environment, rc_namespace: str) -> AsyncIterator[Operator]:
-    manager = in_loop_manager(rc_env.client_config, namespaces=[rc_namespace])
+async def operator(crd_env: Environment, rc_namespace: str) -> AsyncIterator[Operator]:
+    manager = in_loop_manager(crd_env.client_config, namespaces=[rc_namespace])
     reconciler = setup(
         manager, max_concurrent_reconciles=4, options=RayClusterOptions.from_env({}), resync_period=300.0
     )
@@ -159,14 +153,14 @@ async def all_running(client: Client, ns: str, cluster: str, ip_prefix: str = "1
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def start_gated(
-    rc_env: Environment, rc_namespace: str
+    crd_env: Environment, rc_namespace: str
 ) -> AsyncIterator[Callable[[ClusterGates], None]]:
     """``start_gated(gates)`` runs the RayCluster controller with those alpha gates in the test's
     namespace (the gate decides which controllers exist, so each test starts its own)."""
     started: list[tuple[Manager, asyncio.Task[None]]] = []
 
     def run(gates: ClusterGates) -> None:
-        manager = in_loop_manager(rc_env.client_config, namespaces=[rc_namespace])
+        manager = in_loop_manager(crd_env.client_config, namespaces=[rc_namespace])
         setup(manager, options=dataclasses.replace(RayClusterOptions.from_env({}), gates=gates))
         started.append((manager, start_in_loop(manager)))
 

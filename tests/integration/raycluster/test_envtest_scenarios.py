@@ -488,14 +488,14 @@ async def test_ingress_created_and_kept_in_line_with_the_spec(
 
 @pytest.mark.builtin_only
 async def test_failed_pod_creation_sets_replica_failure_then_recovers(
-    operator: Operator, rc_client: Client, rc_namespace: str, rc_env: Environment
+    operator: Operator, rc_client: Client, rc_namespace: str, crd_env: Environment
 ) -> None:
-    if rc_env.server is None:
+    if crd_env.server is None:
         pytest.skip("fault injection needs the built-in API server")
     ns, name = rc_namespace, "raycluster-quota"
     await rc_client.create(RC, sample_cluster(name, ns, replicas=0), ns)
     await eventually(lambda: head_pods(rc_client, ns, name), "head")
-    fault = rc_env.server.inject(
+    fault = crd_env.server.inject(
         "POST", rf"/api/v1/namespaces/{ns}/pods$", 403, -1, reason="Forbidden", message="exceeded quota: pods"
     )
     try:
@@ -506,7 +506,7 @@ async def test_failed_pod_creation_sets_replica_failure_then_recovers(
         assert cond["reason"] == "FailedCreateWorkerPod"
         assert "FailedToCreateWorkerPod" in await eventually(lambda: event_reasons(rc_client, ns), "events")
     finally:
-        rc_env.server.clear_faults()
+        crd_env.server.clear_faults()
     del fault
     await eventually(lambda: _count(worker_pods(rc_client, ns, name), 2), "workers after the quota is lifted")
 

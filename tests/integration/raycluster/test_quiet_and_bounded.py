@@ -96,23 +96,23 @@ def _ours(records: list[RequestRecord], namespace: str) -> list[RequestRecord]:
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def quiet_namespace(rc_env: Environment) -> AsyncIterator[str]:
-    ns = await rc_env.create_namespace(generate_name="quiet-")
+async def quiet_namespace(crd_env: Environment) -> AsyncIterator[str]:
+    ns = await crd_env.create_namespace(generate_name="quiet-")
     try:
         yield ns
     finally:
-        await rc_env.delete_namespace(ns)
+        await crd_env.delete_namespace(ns)
 
 
 async def test_clusters_whose_pods_stay_pending_converge_then_send_nothing_for_hours(
-    rc_env: Environment, rc_client: Client, quiet_namespace: str
+    crd_env: Environment, rc_client: Client, quiet_namespace: str
 ) -> None:
     """No kubelet: Pods stay Pending forever. After convergence: zero requests over 2 fake hours,
     through 24 resyncs of every cluster."""
     ns = quiet_namespace
-    assert rc_env.server is not None
-    log = rc_env.server.request_log
-    async with VirtualOperator(rc_env, ns) as op:
+    assert crd_env.server is not None
+    log = crd_env.server.request_log
+    async with VirtualOperator(crd_env, ns) as op:
         for i in range(3):
             await rc_client.create(C.RAYCLUSTERS, sample_cluster(f"pending-{i}", ns, replicas=2), ns)
 
@@ -154,12 +154,12 @@ def _reconciles(op: VirtualOperator) -> int:
 
 
 async def test_200_clusters_whose_pod_creates_get_403_cost_a_bounded_request_rate(
-    rc_env: Environment, rc_client: Client, quiet_namespace: str
+    crd_env: Environment, rc_client: Client, quiet_namespace: str
 ) -> None:
     """A namespace where every Pod create is Forbidden: the overall retry bucket holds the total at
     <= 10 requests/s after the burst, and each cluster's Warning is one Event, patched rarely."""
     ns = quiet_namespace
-    server = rc_env.server
+    server = crd_env.server
     assert server is not None
     fault = server.inject(
         "POST",
@@ -175,7 +175,7 @@ async def test_200_clusters_whose_pod_creates_get_403_cost_a_bounded_request_rat
         log = server.request_log
         mark = len(log.records)
         times: list[tuple[float, RequestRecord]] = []
-        async with VirtualOperator(rc_env, ns) as op:
+        async with VirtualOperator(crd_env, ns) as op:
             start = op.clock.now()
             for _ in range(int(SECONDS / 2)):
                 await op.clock.advance(2.0)
