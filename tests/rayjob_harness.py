@@ -186,10 +186,11 @@ async def simulated_environment(runtime: RayPodRuntime) -> AsyncIterator[Environ
             await lookups.close()
 
 
+@contextlib.asynccontextmanager
 async def job_environment(
     clock: Clock | None = None, options: RayJobOptions = OPTIONS, runtime: RayPodRuntime | None = None
 ) -> AsyncIterator[tuple[Environment, RayPodRuntime, JobOperator]]:
-    """The simulated environment with the RayCluster and RayJob controllers running (one yield)."""
+    """The simulated environment with the RayCluster and RayJob controllers running."""
     runtime = runtime or RayPodRuntime(timings=TIMINGS)
     async with simulated_environment(runtime) as env:
         op = start_job_operator(env.client_config, options, clock=clock)
@@ -205,10 +206,5 @@ async def job_scenario(
 ) -> AsyncIterator[JobScenario]:
     """A test's own environment and operator, for operator options (or a runtime) no other test
     shares; one namespace in it."""
-    async with contextlib.aclosing(job_environment(options=options, runtime=runtime)) as envs:
-        async for env, rt, op in envs:
-            client = env.new_client()
-            try:
-                yield JobScenario(env, client, await env.create_namespace(), rt, op)
-            finally:
-                await client.close()
+    async with job_environment(options=options, runtime=runtime) as (env, rt, op), env.new_client() as client:
+        yield JobScenario(env, client, await env.create_namespace(), rt, op)

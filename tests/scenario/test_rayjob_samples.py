@@ -44,7 +44,7 @@ KINDS = {
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def shared() -> AsyncIterator[tuple[Environment, RayPodRuntime, JobOperator]]:
-    async for item in job_environment():
+    async with job_environment() as item:
         yield item
 
 

@@ -19,7 +19,7 @@ from tests.rayjob_harness import JobOperator, JobScenario, job_environment, rayj
 
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
 async def shared() -> AsyncIterator[tuple[Environment, RayPodRuntime, JobOperator]]:
-    async for item in job_environment():
+    async with job_environment() as item:
         yield item
 
 

@@ -237,7 +237,7 @@ Shared = tuple[Environment, RayPodRuntime, JobOperator, FakeClock, Reconciles]
 @pytest_asyncio.fixture(loop_scope="session", scope="module")
 async def e2e_shared() -> AsyncIterator[Shared]:
     clock = FakeClock(wall_start=datetime.now(UTC))
-    async for env, runtime, op in job_environment(clock=clock):
+    async with job_environment(clock=clock) as (env, runtime, op):
         reconciles = Reconciles()
         reconciles.install(op)
         yield env, runtime, op, clock, reconciles
