@@ -1,17 +1,21 @@
 """Reading objects the operator creates, shared by the integration suites.
 
 ``get_or_none`` is what ``eventually`` polls while the operator has still to create an object;
+``refused`` is the error a write that must fail failed with;
 ``controller_refs`` is the ``ownerReferences`` every child of a RayCluster carries (KubeRay sets
 them with controller-runtime's ``SetControllerReference``), written out once.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
-from kuberay_py.client import Client, NotFound, Resource
+import pytest
 
-__all__ = ["controller_refs", "get_or_none"]
+from kuberay_py.client import ApiError, Client, NotFound, Resource
+
+__all__ = ["controller_refs", "get_or_none", "refused"]
 
 
 async def get_or_none(client: Client, res: Resource, name: str, ns: str) -> dict[str, Any] | None:
@@ -20,6 +24,13 @@ async def get_or_none(client: Client, res: Resource, name: str, ns: str) -> dict
     except NotFound:
         return None
     return obj
+
+
+async def refused(call: Awaitable[Any]) -> ApiError:
+    """The API error ``call`` fails with (the test fails if it succeeds)."""
+    with pytest.raises(ApiError) as info:
+        await call
+    return info.value
 
 
 def controller_refs(owner: dict[str, Any]) -> list[dict[str, Any]]:

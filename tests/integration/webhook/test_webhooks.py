@@ -16,19 +16,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from controllers.constants import RAYCLUSTERS, RAYJOBS, RAYSERVICES
 from kuberay_py.client import ApiError, Client
-from tests.api_objects import get_or_none
+from tests.api_objects import get_or_none, refused
 from tests.integration.webhook.conftest import Operator, sample
 from tests.polling import eventually
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 DENIED = 'admission webhook "{hook}" denied the request: '
-
-
-async def _refused(coro: Any) -> ApiError:
-    with pytest.raises(ApiError) as info:
-        await coro
-    return info.value
 
 
 async def _absent(client: Client, res: Any, name: str) -> bool:
@@ -39,7 +33,7 @@ async def test_duplicate_worker_group_names_are_refused_and_nothing_is_stored(cl
     body = sample("ray-cluster.sample.yaml", name="dup-groups")
     group = body["spec"]["workerGroupSpecs"][0]
     body["spec"]["workerGroupSpecs"].append(copy.deepcopy(group))
-    err = await _refused(client.create(RAYCLUSTERS, body, "default"))
+    err = await refused(client.create(RAYCLUSTERS, body, "default"))
     assert err.status == 422 and err.reason == "Invalid"
     assert err.message.startswith(
         DENIED.format(hook="vraycluster.kb.io") + 'RayCluster.ray.io "dup-groups" is invalid: '
@@ -52,7 +46,7 @@ async def test_duplicate_worker_group_names_are_refused_and_nothing_is_stored(cl
 
 
 async def test_a_raycluster_name_that_is_not_a_dns1035_label_is_refused(client: Client) -> None:
-    err = await _refused(
+    err = await refused(
         client.create(RAYCLUSTERS, sample("ray-cluster.sample.yaml", name="1cluster"), "default")
     )
     assert err.status == 422
@@ -77,7 +71,7 @@ async def test_a_valid_raycluster_is_stored_and_an_invalid_update_is_refused(cli
         # Read-modify-write; the operator's own writes can make a read stale (409), then read again.
         current = await client.get(RAYCLUSTERS, "valid-cluster", "default")
         current["spec"]["workerGroupSpecs"] = [*groups, copy.deepcopy(groups[0])]
-        err = await _refused(client.update(RAYCLUSTERS, current))
+        err = await refused(client.update(RAYCLUSTERS, current))
         return None if err.status == 409 else err
 
     err = await eventually(refused_update, "the update refused by the webhook", tolerate=())
@@ -85,7 +79,7 @@ async def test_a_valid_raycluster_is_stored_and_an_invalid_update_is_refused(cli
     stored = await client.get(RAYCLUSTERS, "valid-cluster", "default")
     assert len(stored["spec"]["workerGroupSpecs"]) == len(groups)
     # A patch is an update too.
-    err = await _refused(
+    err = await refused(
         client.patch(
             RAYCLUSTERS,
             "valid-cluster",
@@ -102,7 +96,7 @@ async def test_a_dry_run_is_validated_and_stores_nothing(client: Client) -> None
     answer = await client.create(RAYCLUSTERS, body, "default", dry_run=True)
     assert answer["metadata"]["name"] == "dry-run-ok"
     assert await _absent(client, RAYCLUSTERS, "dry-run-ok")
-    err = await _refused(
+    err = await refused(
         client.create(RAYCLUSTERS, sample("ray-cluster.sample.yaml", name="dry.run"), "default", dry_run=True)
     )
     assert err.status == 422 and "vraycluster.kb.io" in err.message
@@ -110,7 +104,7 @@ async def test_a_dry_run_is_validated_and_stores_nothing(client: Client) -> None
 
 async def test_rayjob_name_too_long_is_refused_with_kuberays_message(client: Client) -> None:
     name = "j" * 48
-    err = await _refused(client.create(RAYJOBS, sample("ray-job.sample.yaml", name=name), "default"))
+    err = await refused(client.create(RAYJOBS, sample("ray-job.sample.yaml", name=name), "default"))
     assert err.status == 422
     assert err.message == (
         DENIED.format(hook="vrayjob.kb.io")
@@ -127,7 +121,7 @@ async def test_rayservice_bad_initializing_timeout_is_refused(client: Client) ->
     body = sample(
         "ray-service.sample.yaml", name="svc-timeout", annotations={"ray.io/initializing-timeout": "soon"}
     )
-    err = await _refused(client.create(RAYSERVICES, body, "default"))
+    err = await refused(client.create(RAYSERVICES, body, "default"))
     assert err.status == 422
     assert err.message == (
         DENIED.format(hook="vrayservice.kb.io")
@@ -161,7 +155,7 @@ async def test_webhook_metrics_count_each_review(operator: Operator, client: Cli
     latency = ("controller_runtime_webhook_latency_seconds_count", (("webhook", path),))
     in_flight = ("controller_runtime_webhook_requests_in_flight", (("webhook", path),))
     before = await _metrics(operator)
-    await _refused(client.create(RAYCLUSTERS, sample("ray-cluster.sample.yaml", name="m.1"), "default"))
+    await refused(client.create(RAYCLUSTERS, sample("ray-cluster.sample.yaml", name="m.1"), "default"))
     await client.create(RAYCLUSTERS, sample("ray-cluster.sample.yaml", name="metrics-ok"), "default")
     after = await _metrics(operator)
     assert after[total] - before.get(total, 0.0) == 2  # a denial is an HTTP 200 carrying allowed=false

@@ -27,6 +27,7 @@ from kuberay_py.envtest.apiserver.webhookrules import AdmissionAttributes, hook_
 from kuberay_py.envtest.controlplane import free_port
 from kuberay_py.envtest.webhookcerts import WebhookCA
 from kuberay_py.envtest.webhooks import VALIDATING_WEBHOOK_CONFIGURATIONS
+from tests.api_objects import refused
 from tests.polling import eventually
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
@@ -197,12 +198,6 @@ async def _in_effect(client: Client, webhook: Recorder) -> None:
     webhook.paths.clear()
 
 
-async def _refused(coro: Any) -> ApiError:
-    with pytest.raises(ApiError) as info:
-        await coro
-    return info.value
-
-
 async def test_configuration_defaults_and_validation(webhook: Recorder) -> None:
     async with Environment() as env, env.new_client() as client:
         stored = await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, _config(webhook))
@@ -217,7 +212,7 @@ async def test_configuration_defaults_and_validation(webhook: Recorder) -> None:
         bad = _config(webhook, timeoutSeconds=31, clientConfig={"url": "http://127.0.0.1/x"})
         bad["metadata"]["name"] = "bad"
         del bad["webhooks"][0]["sideEffects"]
-        err = await _refused(client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, bad))
+        err = await refused(client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, bad))
         assert err.status == 422
         assert {c["field"]: c["message"] for c in (err.body or {})["details"]["causes"]} == {
             "webhooks[0].sideEffects": "Required value: must specify one of None, NoneOnDryRun",
@@ -239,7 +234,7 @@ async def test_configuration_defaults_and_validation(webhook: Recorder) -> None:
         ):
             misnamed = _config(webhook, name=name)
             misnamed["metadata"]["name"] = "misnamed"
-            err = await _refused(client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, misnamed))
+            err = await refused(client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, misnamed))
             causes = {c["field"]: c["message"] for c in (err.body or {})["details"]["causes"]}
             assert err.status == 422 and causes["webhooks[0].name"].startswith(message), causes
 
@@ -279,7 +274,7 @@ async def test_denials_and_bad_answers(webhook: Recorder) -> None:
         body = {"metadata": {"name": "denied"}}
 
         webhook.answer = lambda req: {"uid": req["uid"], "allowed": False, "status": {"code": 200}}
-        err = await _refused(client.create(r.CONFIGMAPS, body, "default"))
+        err = await refused(client.create(r.CONFIGMAPS, body, "default"))
         assert err.status == 400  # a rejection never comes back below 400
         assert err.message == 'admission webhook "check.example.com" denied the request without explanation'
 
@@ -288,12 +283,12 @@ async def test_denials_and_bad_answers(webhook: Recorder) -> None:
             "allowed": False,
             "status": {"code": 409, "reason": "Conflict", "message": "taken"},
         }
-        err = await _refused(client.create(r.CONFIGMAPS, body, "default"))
+        err = await refused(client.create(r.CONFIGMAPS, body, "default"))
         assert (err.status, err.reason) == (409, "Conflict")
         assert err.message == 'admission webhook "check.example.com" denied the request: taken'
 
         webhook.answer = lambda req: {"uid": "someone-else", "allowed": True}
-        err = await _refused(client.create(r.CONFIGMAPS, body, "default"))
+        err = await refused(client.create(r.CONFIGMAPS, body, "default"))
         assert err.status == 500
         assert err.message.startswith(
             'Internal error occurred: failed calling webhook "check.example.com": received invalid webhook '
@@ -301,7 +296,7 @@ async def test_denials_and_bad_answers(webhook: Recorder) -> None:
         )
 
         webhook.answer = lambda req: web.Response(status=503)
-        err = await _refused(client.create(r.CONFIGMAPS, body, "default"))
+        err = await refused(client.create(r.CONFIGMAPS, body, "default"))
         assert err.message == (
             'Internal error occurred: failed calling webhook "check.example.com": failed to call webhook: '
             "the server responded with the status code 503 but did not return more information"
@@ -347,7 +342,7 @@ async def test_service_reference_is_called_through_its_endpoints(tmp_path: Path)
                 "caBundle": base64.b64encode(recorder.ca.ca_data).decode(),
             }
             await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, config)
-            err = await _refused(client.create(r.CONFIGMAPS, {"metadata": {"name": "x"}}, "default"))
+            err = await refused(client.create(r.CONFIGMAPS, {"metadata": {"name": "x"}}, "default"))
             assert err.message == 'admission webhook "check.example.com" denied the request: via service'
             assert recorder.paths == ["/check"]
 
