@@ -172,20 +172,31 @@ def delete_collection(
     core: ApiCore, rt: ResourceType, namespace: str | None, matches: Any, opts: DeleteOptions
 ) -> list[Obj]:
     """Deletes every matching object one by one, like the generic store; returns what was deleted."""
+    deleted = (delete_item(core, rt, key, opts) for key in collection_keys(core, rt, namespace, matches))
+    return [obj for obj in deleted if obj is not None]
+
+
+def collection_keys(
+    core: ApiCore, rt: ResourceType, namespace: str | None, matches: Any
+) -> list[tuple[str, str]]:
+    """The ``(namespace, name)`` of every object a delete-collection takes, listed before any goes."""
     bucket = core.storage.bucket(rt.key)
-    out: list[Obj] = []
-    for key in list(bucket.iter_namespace(namespace)):
-        obj = bucket.objects.get(key)
-        if obj is None or not matches(obj):
-            continue
-        try:
-            deleted, _ = delete_object(core, rt, key[0] or None, key[1], opts)
-        except StatusError as e:
-            if e.code == 404:
-                continue
-            raise
-        out.append(deleted)
-    return out
+    return [
+        key
+        for key in list(bucket.iter_namespace(namespace))
+        if (obj := bucket.objects.get(key)) is not None and matches(obj)
+    ]
+
+
+def delete_item(core: ApiCore, rt: ResourceType, key: tuple[str, str], opts: DeleteOptions) -> Obj | None:
+    """One item of a delete-collection; None when it went in the meantime."""
+    try:
+        deleted, _ = delete_object(core, rt, key[0] or None, key[1], opts)
+    except StatusError as e:
+        if e.code == 404:
+            return None
+        raise
+    return deleted
 
 
 def success_status(rt: ResourceType, obj: Obj) -> dict[str, Any]:

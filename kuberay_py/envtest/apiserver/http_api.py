@@ -28,8 +28,15 @@ from .admission import (
 )
 from .apply import server_side_apply
 from .authn import ADMIN
-from .core import ApiCore
-from .deletion import DeleteOptions, delete_collection, delete_object, success_status
+from .core import ApiCore, Obj
+from .deletion import (
+    DeleteOptions,
+    collection_keys,
+    delete_collection,
+    delete_item,
+    delete_object,
+    success_status,
+)
 from .errors import StatusError
 from .faults import FaultInjector, RequestLog, RequestRecord
 from .listing import list_bytes, select
@@ -114,6 +121,23 @@ class ApiHandler:
         self, rt: ResourceType, operation: str, ns: str | None, name: str, sub: str | None, dry_run: bool
     ) -> AdmissionAttributes:
         return AdmissionAttributes(rt, operation, ns or "", name, sub or "", None, None, dry_run)
+
+    async def _delete_collection(
+        self, rt: ResourceType, ns: str | None, matches: Any, opts: DeleteOptions
+    ) -> list[Obj]:
+        """kube-apiserver's DeleteCollection deletes item by item, each a DELETE through validating
+        admission: the first denial is the answer, and what went before it stays deleted."""
+        core = self.core
+        if not self.admission.may_apply(self._attrs(rt, "DELETE", ns, "", None, opts.dry_run)):
+            return delete_collection(core, rt, ns, matches, opts)
+        user = current_user.get() or ADMIN
+        deleted: list[Obj] = []
+        for key in collection_keys(core, rt, ns, matches):
+            attrs = self._attrs(rt, "DELETE", key[0] or None, key[1], None, opts.dry_run)
+            await admitted_delete(self.admission, attrs, user)
+            if (obj := delete_item(core, rt, key, opts)) is not None:
+                deleted.append(obj)
+        return deleted
 
     # -- entry point --------------------------------------------------------------------------------
 
@@ -369,7 +393,7 @@ class ApiHandler:
                 )
             opts = DeleteOptions(await self._optional_json(request), dict(q))
             opts.dry_run = opts.dry_run or dry_run
-            deleted = delete_collection(core, rt, ns, matches, opts)
+            deleted = await self._delete_collection(rt, ns, matches, opts)
             items = [core.present(rt, o) for o in deleted]
             return json_response(
                 {

@@ -305,6 +305,33 @@ async def test_denials_and_bad_answers(webhook: Recorder) -> None:
             await client.get(r.CONFIGMAPS, "denied", "default")
 
 
+async def test_delete_collection_sends_each_item_to_the_webhook(webhook: Recorder) -> None:
+    """kube-apiserver deletes a collection item by item, each a DELETE through admission."""
+    async with Environment() as env, env.new_client() as client:
+        await client.create(VALIDATING_WEBHOOK_CONFIGURATIONS, _config(webhook))
+        await _in_effect(client, webhook)
+        for name in ("dc-a", "dc-b"):
+            await client.create(
+                r.CONFIGMAPS, {"metadata": {"name": name, "labels": {"set": "dc"}}}, "default"
+            )
+        webhook.reviews.clear()
+        webhook.answer = lambda req: {
+            "uid": req["uid"],
+            "allowed": req["name"] != "dc-b",
+            "status": {"code": 403, "message": "keep b"},
+        }
+        err = await refused(client.delete_collection(r.CONFIGMAPS, "default", label_selector="set=dc"))
+        assert err.message == 'admission webhook "check.example.com" denied the request: keep b'
+        deletes = [rv["request"] for rv in webhook.reviews if rv["request"]["operation"] == "DELETE"]
+        assert "dc-b" in [d["name"] for d in deletes]
+        assert all(d["oldObject"]["metadata"]["labels"] == {"set": "dc"} for d in deletes)
+        assert await client.get(r.CONFIGMAPS, "dc-b", "default")
+
+        webhook.answer = lambda req: {"uid": req["uid"], "allowed": True}
+        await client.delete_collection(r.CONFIGMAPS, "default", label_selector="set=dc")
+        assert (await client.list(r.CONFIGMAPS, "default", label_selector="set=dc"))["items"] == []
+
+
 @pytest.mark.builtin_only  # loopback endpoints (the knob); kube-apiserver would need a pod network
 async def test_service_reference_is_called_through_its_endpoints(tmp_path: Path) -> None:
     async with recording_webhook(tmp_path, "hooks.default.svc") as recorder:
