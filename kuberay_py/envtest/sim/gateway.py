@@ -30,6 +30,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import anyio
+
 from kuberay_py.cache import Cache
 from kuberay_py.client import Client, Conflict, NotFound, resources
 from kuberay_py.clock import Clock, RealClock, format_rfc3339
@@ -102,11 +104,14 @@ class GatewayController:
         try:
             await self._queue.run(lambda _key: self.reconcile())
         finally:
-            for programmed in self._gateways.values():
-                for server in programmed.servers.values():
-                    await server.stop()
-                self.addresses.free(programmed.address)
-            self._gateways.clear()
+            # anyio cancellation is level-triggered: shield the clean-up or its awaits are
+            # cancelled too, leaving listeners bound and their upstream sessions open
+            with anyio.CancelScope(shield=True):
+                for programmed in self._gateways.values():
+                    for server in programmed.servers.values():
+                        await server.stop()
+                    self.addresses.free(programmed.address)
+                self._gateways.clear()
 
     # -- one round ---------------------------------------------------------------------------------
     async def reconcile(self) -> None:

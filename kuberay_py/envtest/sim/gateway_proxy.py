@@ -191,9 +191,11 @@ class ListenerServer:
         self._session = aiohttp.ClientSession(timeout=_UPSTREAM_TIMEOUT, auto_decompress=False)
 
     async def stop(self) -> None:
-        await self._runner.cleanup()
-        if self._session is not None:
-            await self._session.close()
+        try:
+            await self._runner.cleanup()
+        finally:
+            if self._session is not None:
+                await self._session.close()
 
     # -- request path ----------------------------------------------------------------------------
     async def _handle(self, request: web.Request) -> web.StreamResponse:
