@@ -57,10 +57,17 @@ class HTTPServer:
         self.bind = parse_bind_address(address)
         self.ssl_context = ssl_context
         self.shutdown_timeout = shutdown_timeout
-        self.url: str | None = None
         self.host: str | None = None  # where a local client connects (a wildcard bind: 127.0.0.1)
         self.port: int | None = None  # the bound port (a ":0" bind picks one)
         self._runner: web.AppRunner | None = None
+
+    @property
+    def url(self) -> str | None:
+        """The bound base URL once started (an IPv6 host in brackets)."""
+        if self.host is None or self.port is None:
+            return None
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.ssl_context else 'http'}://{host}:{self.port}"
 
     async def start(self) -> None:
         if self.bind is None:
@@ -86,8 +93,6 @@ class HTTPServer:
                 break
         self.host = host if host not in ("", "0.0.0.0", "::") else "127.0.0.1"
         self.port = bound_port
-        url_host = f"[{self.host}]" if ":" in self.host else self.host
-        self.url = f"{'https' if self.ssl_context else 'http'}://{url_host}:{bound_port}"
         log.info("serving", server=self.name, url=self.url, bind=f"{host}:{port}")
 
     async def stop(self) -> None:

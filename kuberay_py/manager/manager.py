@@ -37,6 +37,7 @@ from kuberay_py.cache import Cache
 from kuberay_py.client import Client, ClientConfig
 from kuberay_py.clock import Clock, RealClock
 from kuberay_py.controller import Builder, Controller
+from kuberay_py.httpserver import HTTPServer
 from kuberay_py.log import get_logger
 from kuberay_py.manager.cache_sync import cache_sync_timeout
 from kuberay_py.manager.events import EventBroadcaster, EventRecorder
@@ -46,7 +47,7 @@ from kuberay_py.manager.lease_thread import LeaseThread
 from kuberay_py.manager.leaselock import LeaseLock
 from kuberay_py.manager.options import ManagerOptions
 from kuberay_py.manager.runnables import RunnableGroup, wait_or_timeout
-from kuberay_py.manager.servers import HTTPServer, metrics_app
+from kuberay_py.manager.servers import metrics_app
 from kuberay_py.workqueue import RateLimiter, default_rate_limiter
 
 __all__ = ["LeaderElectionLost", "Manager"]

@@ -1,8 +1,8 @@
-"""The manager's HTTP servers: Prometheus ``/metrics`` and the health probes.
+"""The manager's Prometheus ``/metrics`` application (the probes install theirs from healthz).
 
-Each is a :class:`kuberay_py.httpserver.HTTPServer` (bind-address conventions there). The servers
-start before anything else so a probe never gets "connection refused" from a process that is
-merely still syncing.
+The manager serves both through :class:`kuberay_py.httpserver.HTTPServer` (bind-address
+conventions there), before anything else, so a probe never gets "connection refused" from a
+process that is merely still syncing.
 """
 
 from __future__ import annotations
@@ -10,10 +10,9 @@ from __future__ import annotations
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST
 
-from kuberay_py.httpserver import HTTPServer, parse_bind_address
 from kuberay_py.metrics import exposition
 
-__all__ = ["HTTPServer", "metrics_app", "parse_bind_address"]
+__all__ = ["metrics_app"]
 
 
 async def _metrics(_: web.Request) -> web.Response:

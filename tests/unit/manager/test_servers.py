@@ -9,8 +9,9 @@ import pytest
 from aiohttp import web
 from prometheus_client import Counter
 
+from kuberay_py.httpserver import HTTPServer, parse_bind_address
 from kuberay_py.manager.healthz import HealthChecks
-from kuberay_py.manager.servers import HTTPServer, metrics_app, parse_bind_address
+from kuberay_py.manager.servers import metrics_app
 from kuberay_py.metrics import registry
 
 
