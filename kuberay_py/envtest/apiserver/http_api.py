@@ -32,7 +32,6 @@ from .core import ApiCore, Obj
 from .deletion import (
     DeleteOptions,
     collection_keys,
-    delete_collection,
     delete_item,
     delete_object,
     success_status,
@@ -127,15 +126,14 @@ class ApiHandler:
     ) -> list[Obj]:
         """kube-apiserver's DeleteCollection deletes item by item, each a DELETE through validating
         admission: the first denial is the answer, and what went before it stays deleted."""
-        core = self.core
-        if not self.admission.may_apply(self._attrs(rt, "DELETE", ns, "", None, opts.dry_run)):
-            return delete_collection(core, rt, ns, matches, opts)
+        admit = self.admission.may_apply(self._attrs(rt, "DELETE", ns, "", None, opts.dry_run))
         user = current_user.get() or ADMIN
         deleted: list[Obj] = []
-        for key in collection_keys(core, rt, ns, matches):
-            attrs = self._attrs(rt, "DELETE", key[0] or None, key[1], None, opts.dry_run)
-            await admitted_delete(self.admission, attrs, user)
-            if (obj := delete_item(core, rt, key, opts)) is not None:
+        for key in collection_keys(self.core, rt, ns, matches):
+            if admit:
+                attrs = self._attrs(rt, "DELETE", key[0] or None, key[1], None, opts.dry_run)
+                await admitted_delete(self.admission, attrs, user)
+            if (obj := delete_item(self.core, rt, key, opts)) is not None:
                 deleted.append(obj)
         return deleted
 
