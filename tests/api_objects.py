@@ -1,7 +1,8 @@
 """Reading objects the operator creates, shared by the integration suites.
 
 ``get_or_none`` is what ``eventually`` polls while the operator has still to create an object;
-``refused`` is the error a write that must fail failed with;
+``refused`` is the error a write that must fail failed with; ``dry_run_error`` is how a test
+finds that a webhook configuration it installed is in effect;
 ``controller_refs`` is the ``ownerReferences`` every child of a RayCluster carries (KubeRay sets
 them with controller-runtime's ``SetControllerReference``), written out once.
 """
@@ -15,7 +16,7 @@ import pytest
 
 from kuberay_py.client import ApiError, Client, NotFound, Resource
 
-__all__ = ["controller_refs", "get_or_none", "refused"]
+__all__ = ["controller_refs", "dry_run_error", "get_or_none", "refused"]
 
 
 async def get_or_none(client: Client, res: Resource, name: str, ns: str) -> dict[str, Any] | None:
@@ -31,6 +32,17 @@ async def refused(call: Awaitable[Any]) -> ApiError:
     with pytest.raises(ApiError) as info:
         await call
     return info.value
+
+
+async def dry_run_error(client: Client, res: Resource, body: dict[str, Any], ns: str) -> ApiError | None:
+    """The error a dry-run create of ``body`` gets, or None when it is admitted. kube-apiserver
+    loads webhook configurations through an informer, so a test polls this after installing one
+    until the webhook is seen to answer."""
+    try:
+        await client.create(res, body, ns, dry_run=True)
+    except ApiError as err:
+        return err
+    return None
 
 
 def controller_refs(owner: dict[str, Any]) -> list[dict[str, Any]]:

@@ -16,10 +16,11 @@ import yaml
 from controllers.cli.flags import OperatorFlags
 from controllers.cli.operator import build_manager
 from controllers.constants import RAYCLUSTERS
-from kuberay_py.client import ApiError, Client
+from kuberay_py.client import Client
 from kuberay_py.envtest import Environment, WebhookInstallOptions
 from kuberay_py.manager import Manager
 from kuberay_py.webhook import WebhookServerOptions
+from tests.api_objects import dry_run_error
 from tests.in_loop_manager import running_in_loop
 from tests.polling import eventually
 
@@ -77,14 +78,11 @@ async def _ready(manager: Manager) -> bool:
 
 
 async def _enforced(client: Client) -> bool:
-    """A dry run the webhook refuses is refused: kube-apiserver loads configurations through an
-    informer, so one installed at start may not be in effect yet."""
+    """A dry run the webhook refuses is refused (the configurations installed at start are in
+    effect)."""
     probe = sample("ray-cluster.sample.yaml", name="1-not-a-dns1035-label")
-    try:
-        await client.create(RAYCLUSTERS, probe, "default", dry_run=True)
-    except ApiError as err:
-        return err.status == 422
-    return False
+    err = await dry_run_error(client, RAYCLUSTERS, probe, "default")
+    return err is not None and err.status == 422
 
 
 @pytest_asyncio.fixture(loop_scope="session")

@@ -16,7 +16,7 @@ from kuberay_py.envtest import Environment, WebhookInstallOptions
 from kuberay_py.envtest.webhookcerts import WebhookCA
 from kuberay_py.envtest.webhooks import VALIDATING_WEBHOOK_CONFIGURATIONS
 from kuberay_py.webhook import WebhookServer
-from tests.api_objects import get_or_none
+from tests.api_objects import dry_run_error, get_or_none
 from tests.integration.webhook.conftest import CONFIGURATION, CRDS, WEBHOOK_MANIFESTS, sample, server_options
 from tests.polling import eventually
 
@@ -31,17 +31,12 @@ async def test_webhook_down_fail_refuses_and_ignore_admits() -> None:
     options = WebhookInstallOptions(paths=[WEBHOOK_MANIFESTS])
     async with Environment([CRDS], webhook_install_options=options) as env, env.new_client() as client:
         # Nothing serves the webhooks: the configuration points at a port no one listens on.
-        # kube-apiserver loads configurations through an informer: dry runs find when it is in effect.
-        async def refused() -> ApiError | None:
-            try:
-                await client.create(
-                    RAYCLUSTERS, sample("ray-cluster.sample.yaml", name="no-webhook"), "default", dry_run=True
-                )
-            except ApiError as err:
-                return err
-            return None
-
-        await eventually(refused, "the installed configuration in effect", tolerate=())
+        body = sample("ray-cluster.sample.yaml", name="no-webhook")
+        await eventually(
+            lambda: dry_run_error(client, RAYCLUSTERS, body, "default"),
+            "the installed configuration in effect",
+            tolerate=(),
+        )
         with pytest.raises(ApiError) as info:
             await client.create(RAYCLUSTERS, sample("ray-cluster.sample.yaml", name="no-webhook"), "default")
         url = options.url("/validate-ray-io-v1-raycluster")

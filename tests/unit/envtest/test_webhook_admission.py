@@ -5,7 +5,6 @@ rules and wording. A recording webhook stands in for a real one."""
 from __future__ import annotations
 
 import base64
-import contextlib
 import shutil
 import ssl
 from collections.abc import AsyncIterator, Callable
@@ -19,7 +18,7 @@ import pytest
 import pytest_asyncio
 from aiohttp import web
 
-from kuberay_py.client import ApiError, Client, NotFound
+from kuberay_py.client import Client, NotFound
 from kuberay_py.client import resources as r
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.apiserver.registry import ResourceType
@@ -27,7 +26,7 @@ from kuberay_py.envtest.apiserver.webhookrules import AdmissionAttributes, hook_
 from kuberay_py.envtest.controlplane import free_port
 from kuberay_py.envtest.webhookcerts import WebhookCA
 from kuberay_py.envtest.webhooks import VALIDATING_WEBHOOK_CONFIGURATIONS
-from tests.api_objects import refused
+from tests.api_objects import dry_run_error, refused
 from tests.polling import eventually
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
@@ -187,10 +186,7 @@ async def _in_effect(client: Client, webhook: Recorder) -> None:
     and their reviews are cleared."""
 
     async def called() -> bool:
-        with contextlib.suppress(ApiError):
-            await client.create(
-                r.CONFIGMAPS, {"metadata": {"generateName": "probe-"}}, "default", dry_run=True
-            )
+        await dry_run_error(client, r.CONFIGMAPS, {"metadata": {"generateName": "probe-"}}, "default")
         return bool(webhook.reviews)
 
     await eventually(called, "the webhook configuration in effect", tolerate=())
