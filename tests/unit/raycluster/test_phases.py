@@ -214,30 +214,31 @@ def redis_cluster(seconds_since_deletion: float, clock: FakeClock) -> Obj:
     return cluster
 
 
+async def finalize(kit: Kit) -> float | None:
+    """One deletion step; the requeue delay it asked for (None: nothing left to wait for)."""
+    ctx = kit.ctx
+    await deletion.finalize(ctx)
+    return ctx.requeue.delay
+
+
 async def test_redis_cleanup_waits_for_the_pods_then_runs_a_job_then_releases_the_cluster() -> None:
     clock = FakeClock()
     kit = Kit(redis_cluster(5, clock), [pod("h", C.NODE_TYPE_HEAD)])
     kit.clock = clock
     assert deletion.needs_finalizer(kit.cluster, kit.options)
-    ctx = kit.ctx
-    await deletion.finalize(ctx)
-    assert ctx.requeue.delay == kit.options.redis_cleanup_poll
+    assert await finalize(kit) == kit.options.redis_cleanup_poll
     assert kit.verbs() == [("deletecollection", "Pod")]  # the head goes first
 
     kit.pods = []
     kit.client.requests.clear()
-    ctx = kit.ctx
-    await deletion.finalize(ctx)
-    assert ctx.requeue.delay == kit.options.redis_cleanup_poll
+    assert await finalize(kit) == kit.options.redis_cleanup_poll
     job = redis_cleanup_job_name(kit.cluster)
     assert kit.client.requests == [("get", "Job", job), ("create", "Job", job)]
     assert kit.events.reasons() == [C.EVENT_CREATED_REDIS_CLEANUP_JOB]
 
     kit.client.stored[(JOBS.kind, job)]["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
     kit.client.requests.clear()
-    ctx = kit.ctx
-    await deletion.finalize(ctx)
-    assert ctx.requeue.delay is None
+    assert await finalize(kit) is None
     assert kit.verbs() == [("get", "Job"), ("update", "RayCluster")]
     assert not kit.client.stored[("RayCluster", "rc")]["metadata"].get("finalizers")
 
@@ -246,9 +247,7 @@ async def test_a_stuck_redis_cleanup_is_abandoned_after_the_timeout_with_a_warni
     clock = FakeClock()
     kit = Kit(redis_cluster(301, clock), [pod("h", C.NODE_TYPE_HEAD)])
     kit.clock = clock
-    ctx = kit.ctx
-    await deletion.finalize(ctx)
-    assert ctx.requeue.delay is None
+    assert await finalize(kit) is None
     assert kit.verbs() == [("update", "RayCluster")]
     assert kit.events.reasons() == [C.EVENT_FORCE_DELETED_STUCK_CLUSTER]
 
@@ -261,9 +260,7 @@ async def test_an_embedded_gcs_cluster_drops_a_leftover_redis_finalizer_at_once(
     kit = Kit(cluster, [pod("h", C.NODE_TYPE_HEAD)])
     kit.clock = clock
     assert not deletion.needs_finalizer(kit.cluster, kit.options)
-    ctx = kit.ctx
-    await deletion.finalize(ctx)
-    assert ctx.requeue.delay is None
+    assert await finalize(kit) is None
     assert kit.verbs() == [("update", "RayCluster")]
     assert not kit.client.stored[("RayCluster", "rc")]["metadata"].get("finalizers")
 
