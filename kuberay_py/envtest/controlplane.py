@@ -212,6 +212,7 @@ class ControlPlane:
     stop_timeout: float = float(os.environ.get("KUBEBUILDER_CONTROLPLANE_STOP_TIMEOUT", "20").rstrip("s"))
     attach_output: bool = os.environ.get("KUBEBUILDER_ATTACH_CONTROL_PLANE_OUTPUT", "") == "true"
     url: str = ""
+    etcd_url: str = ""
     certs: Certs | None = None
     _dir: str = ""
     _procs: list[asyncio.subprocess.Process] = field(default_factory=list)
@@ -228,7 +229,7 @@ class ControlPlane:
         self._dir = tempfile.mkdtemp(prefix="kuberay-envtest-")
         cert_dir = os.path.join(self._dir, "certs")
         self.certs = await asyncio.to_thread(make_certs, cert_dir, self.host)
-        etcd_url = f"http://{self.host}:{free_port(self.host)}"
+        etcd_url = self.etcd_url = f"http://{self.host}:{free_port(self.host)}"
         no_fsync = await asyncio.to_thread(etcd_supports_no_fsync, self.assets.etcd)
         await self._spawn(
             self.assets.etcd,
@@ -248,9 +249,10 @@ class ControlPlane:
             ),
         )
         self.url = f"https://{self.host}:{port}"
-        await self._wait_http(f"{self.url}/readyz", self._ssl())
+        await self._wait_http(f"{self.url}/readyz", self.client_ssl())
 
-    def _ssl(self) -> ssl.SSLContext:
+    def client_ssl(self) -> ssl.SSLContext:
+        """TLS for the admin client: the generated CA and the system:masters client certificate."""
         assert self.certs is not None
         ctx = ssl.create_default_context(cafile=self.certs.ca_cert)
         ctx.load_cert_chain(self.certs.client_cert, self.certs.client_key)

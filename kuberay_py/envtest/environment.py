@@ -38,6 +38,7 @@ from .controlplane import Assets, ControlPlane, find_assets, make_certs
 from .crdfiles import read_crds
 from .kubeconfig import kubeconfig_dict, write_kubeconfig
 from .rest import RestError, create_or_replace, request_json
+from .reuse import acquire_control_plane, release_control_plane
 from .serviceaccount import request_token, write_service_account_kubeconfig
 from .webhooks import WebhookInstallOptions, install_webhooks, uninstall_webhooks
 
@@ -135,10 +136,11 @@ class Environment:
     async def start(self) -> None:
         self._tmpdir = tempfile.TemporaryDirectory(prefix="kuberay-envtest-")
         try:
-            await self._start_apiserver()
+            crds = self._crd_docs(self.crd_paths)
+            await self._start_apiserver([d["metadata"]["name"] for d in crds])
             await self._load_clients()
-            if self.crd_paths:
-                await self.install_crds(self.crd_paths)
+            if crds:
+                await self.install_crds(crds)
             if self.webhook_install_options is not None:
                 assert self._api is not None and self._tmpdir is not None
                 await install_webhooks(
@@ -170,7 +172,7 @@ class Environment:
             raise
         self.kubeconfig_path = str(target)
 
-    async def _start_apiserver(self) -> None:
+    async def _start_apiserver(self, crds: list[str]) -> None:
         assert self._tmpdir is not None
         out = os.path.join(self._tmpdir.name, "kubeconfig")
         if self.use_existing:
@@ -179,8 +181,7 @@ class Environment:
             return
         assets = self._assets or find_assets()
         if assets is not None:
-            self.control_plane = ControlPlane(assets, apiserver_extra=self.apiserver_args)
-            await self.control_plane.start()
+            self.control_plane = await acquire_control_plane(assets, self.apiserver_args, crds)
             certs = self.control_plane.certs
             assert certs is not None
             self.url = self.control_plane.url
@@ -283,7 +284,7 @@ class Environment:
         if self.server is not None:
             await self.server.stop()
         if self.control_plane is not None:
-            await self.control_plane.stop()
+            await release_control_plane(self.control_plane)
         # Last: whatever still talks to a Pod address has stopped, so no packet for it can take
         # the default route once the local route is gone.
         while self._pod_networks:
@@ -298,11 +299,7 @@ class Environment:
         self, paths_or_docs: Iterable[str | Path | dict[str, Any]]
     ) -> list[dict[str, Any]]:
         """Create (or update) CRDs from files/directories or dicts and wait until they are served."""
-        items = list(paths_or_docs)
-        docs = [d for d in items if isinstance(d, dict)]
-        docs += read_crds(
-            [p for p in items if not isinstance(p, dict)], error_if_missing=self.error_if_crd_path_missing
-        )
+        docs = self._crd_docs(paths_or_docs)
         installed = []
         deadline = asyncio.get_running_loop().time() + self.crd_install_timeout
         assert self._api is not None
@@ -310,6 +307,14 @@ class Environment:
             installed.append(await create_or_replace(self._api, _CRD_PATH, doc, deadline))
         await self.wait_for_crds([d["metadata"]["name"] for d in docs])
         return installed
+
+    def _crd_docs(self, paths_or_docs: Iterable[str | Path | dict[str, Any]]) -> list[dict[str, Any]]:
+        items = list(paths_or_docs)
+        docs = [d for d in items if isinstance(d, dict)]
+        docs += read_crds(
+            [p for p in items if not isinstance(p, dict)], error_if_missing=self.error_if_crd_path_missing
+        )
+        return docs
 
     async def wait_for_crds(self, names: Iterable[str], poll: float = 0.05) -> None:
         """Until every CRD is Established and its resources appear in discovery (envtest's WaitForCRDs)."""

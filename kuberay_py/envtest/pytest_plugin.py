@@ -8,6 +8,11 @@ Registered through the ``pytest11`` entry point ``kuberay_envtest``. Fixtures:
 * ``k8s``: a :class:`kuberay_py.client.Client` on ``envtest``, closed after the test.
 * ``namespace``: a new namespace name (``generateName: test-``), deleted after the test.
 
+In real mode the session's Environments share control planes (:mod:`kuberay_py.envtest.reuse`):
+an Environment that stops hands its etcd + kube-apiserver, reset to their first ready state, to the
+next one with the same flags, and the session stops them all at its end. Set
+``KUBERAY_ENVTEST_REUSE=false`` to give every Environment a control plane of its own.
+
 Tests marked ``builtin_only`` are skipped when a real kube-apiserver is in use. Faults injected
 into the session's built-in server are cleared after each test that used ``envtest``, so a
 test's leftover fault cannot fail the next one.
@@ -15,6 +20,7 @@ test's leftover fault cannot fail the next one.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING
 
@@ -22,6 +28,7 @@ import pytest
 import pytest_asyncio
 
 from .environment import Environment, uses_real_apiserver
+from .reuse import ControlPlanePool, use_pool
 
 if TYPE_CHECKING:
     from kuberay_py.client import Client
@@ -44,6 +51,22 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("builtin_only") is not None:
             item.add_marker(skip)
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session", autouse=True)
+async def _envtest_control_plane_pool() -> AsyncIterator[ControlPlanePool | None]:
+    """Set up before any other session fixture, so torn down after all of them: every control
+    plane the session started is stopped before pytest exits."""
+    if os.environ.get("KUBERAY_ENVTEST_REUSE", "true").lower() in ("0", "false", "no"):
+        yield None
+        return
+    pool = ControlPlanePool()
+    use_pool(pool)
+    try:
+        yield pool
+    finally:
+        use_pool(None)
+        await pool.close()
 
 
 @pytest.fixture(autouse=True)

@@ -75,14 +75,16 @@ async def test_real_mode_service_account_config_sends_only_the_token(tmp_path: P
     }
 
 
-async def test_real_mode_reports_a_crashing_binary(tmp_path: Path) -> None:
+async def test_real_mode_reports_a_crashing_binary(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pidfile = tmp_path / "etcd.pid"
+    monkeypatch.setenv("FAKE_ETCD_PIDFILE", str(pidfile))
     bad = tmp_path / "kube-apiserver"
     bad.write_text("#!/bin/sh\nexit 3\n")
     bad.chmod(0o755)
     env = Environment(assets=Assets(_wrapper(tmp_path, "etcd", "fake_etcd.py"), str(bad)))
     with pytest.raises(RuntimeError, match="exited with 3"):
         await env.start()
-    assert env.control_plane is not None and env.control_plane._procs == []
+    assert _gone(int(pidfile.read_text())), "the etcd started before the crash is stopped"
 
 
 def _assets(tmp: Path) -> Assets:
