@@ -25,6 +25,7 @@ from kuberay_py.client import AlreadyExists, Conflict, Forbidden, NotFound, reso
 from kuberay_py.clock import format_rfc3339
 from kuberay_py.envtest.sim.dirtyset import DirtySet
 from kuberay_py.envtest.sim.membership import ChangeHandler, selector_matches, services_selecting
+from kuberay_py.envtest.sim.ownwrites import cache_lags
 from kuberay_py.envtest.sim.subsets import (
     HEADLESS_LABEL,
     LAST_CHANGE_TRIGGER_TIME,
@@ -44,13 +45,6 @@ log = get_logger("kuberay_py.envtest.sim.endpoints")
 Key = tuple[str, str]
 Obj = dict[str, Any]
 LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"  # leader-election records: never ours
-
-
-def _rv(obj: Obj | None) -> int:
-    try:
-        return int(((obj or {}).get("metadata") or {}).get("resourceVersion", ""))
-    except ValueError:
-        return 0
 
 
 def _rfc3339_nano(value: datetime) -> str:
@@ -110,7 +104,7 @@ class EndpointsController:
     def _current(self, namespace: str, name: str) -> Obj | None:
         cached = self.cache.get(resources.ENDPOINTS, name, namespace)
         mine = self._written.get((namespace, name))
-        if mine is not None and (cached is None or _rv(cached) < _rv(mine)):
+        if mine is not None and cache_lags(mine, cached):
             return mine
         self._written.pop((namespace, name), None)  # the cache has caught up
         return cached

@@ -20,6 +20,7 @@ from kuberay_py.cache import Cache
 from kuberay_py.client import Client, Conflict, NotFound, resources
 from kuberay_py.envtest.sim.dirtyset import DirtySet
 from kuberay_py.envtest.sim.membership import ChangeHandler, services_selecting
+from kuberay_py.envtest.sim.ownwrites import cache_lags
 from kuberay_py.envtest.sim.slices import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
@@ -34,13 +35,6 @@ __all__ = ["EndpointSliceController"]
 log = get_logger("kuberay_py.envtest.sim.endpointslices")
 
 Key = tuple[str, str]
-
-
-def _rv(obj: dict[str, Any]) -> int | None:
-    try:
-        return int(obj.get("metadata", {}).get("resourceVersion", ""))
-    except ValueError:
-        return None
 
 
 class EndpointSliceController:
@@ -102,9 +96,7 @@ class EndpointSliceController:
         for (ns, name), mine in list(self._written.items()):
             if ns != namespace or (mine["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) != service:
                 continue
-            cached = seen.get(name)
-            mine_rv, cached_rv = _rv(mine), _rv(cached) if cached else None
-            if cached is None or (mine_rv is not None and cached_rv is not None and cached_rv < mine_rv):
+            if cache_lags(mine, seen.get(name)):
                 seen[name] = mine
             else:
                 del self._written[(ns, name)]  # the cache has caught up
