@@ -7,22 +7,23 @@ on one ready endpoint of the Service, which is how an operator outside the Pod n
 
 * the id splits as ``name``, ``name:port`` or ``scheme:name:port`` (scheme ``http`` or ``https``,
   default ``http``); anything else is 400 ``invalid service request "<id>"``;
-* a missing Service is the usual 404; a port *number* is translated to the Service port's name,
-  and no such Service port is 503 ``no service port N found for service "<name>"``;
-* a Service without endpoints objects is 404 ``endpoints "<name>" not found``;
-* the endpoint is a random ready address (EndpointSlice ``ready`` unset counts as ready) of the
-  Service's EndpointSlices whose slice port carries that port name (a named port's number is the
-  slice port's, as a ``targetPort`` resolved by the EndpointSlice controller); none is 503
-  ``no endpoints available for service "<name>"``;
+* a port *number* is translated to the Service port's name (a missing Service is the usual 404
+  ``services "<name>" not found``), and no such Service port is 503
+  ``no service port N found for service "<name>"``;
+* the endpoints are the Service's core/v1 **Endpoints** object, as kube-apiserver reads them (the
+  simulator's endpoints controller writes it, as kube-controller-manager's does): none is 404
+  ``services "<name>" not found`` (kube-apiserver names the Service, not the Endpoints), one
+  without subsets is 503 ``no endpoints available for service "<name>"``;
+* the endpoint is a random ready address of a subset that has the port name, whose ``targetRef``
+  is a Pod of the namespace that still has that IP (``isValidAddress``: a bare IP is never
+  dialled); none is 503 ``no endpoints available for service "<id>"``, naming the whole id;
 * a dial that fails is 503 ``error trying to reach service: dial tcp IP:PORT: <reason>``.
 
 ``/api/v1/namespaces/NS/pods/[SCHEME:]NAME[:PORT]/proxy/PATH`` goes to the Pod's own IP (and the
 port given, a number): a Pod without a usable address (none yet, loopback, link-local,
 unspecified) is 400 ``address not allowed``, as kube-apiserver's proxyable-address check answers.
 
-kube-apiserver reads the legacy Endpoints object the endpoints controller mirrors from the same
-Pods; the built-in server has no endpoints controller, so it reads the EndpointSlices (the same
-addresses). The caller's ``Authorization`` header authenticates to the API server and is not
+The caller's ``Authorization`` header authenticates to the API server and is not
 forwarded, as kube-apiserver's authentication filter removes it; other headers and the body are.
 """
 
@@ -43,8 +44,7 @@ __all__ = ["ProxyTarget", "ServiceProxy", "split_service_id"]
 
 SERVICES_KEY = ("", "services")
 PODS_KEY = ("", "pods")
-SLICES_KEY = ("discovery.k8s.io", "endpointslices")
-SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+ENDPOINTS_KEY = ("", "endpoints")
 # RFC 7230 hop-by-hop headers, plus what the API server consumes itself.
 _NOT_FORWARDED = {
     "authorization",
@@ -107,11 +107,11 @@ class ServiceProxy:
         if split is None:
             raise StatusError.bad_request(f'invalid service request "{service_id}"')
         scheme, name, port = split
-        service = self.core.storage.get(SERVICES_KEY, namespace, name)
-        if service is None:
-            raise StatusError.not_found("", "services", name)
         port_name = port
         if port.isdigit():
+            service = self.core.storage.get(SERVICES_KEY, namespace, name)
+            if service is None:
+                raise StatusError.not_found("", "services", name)
             named = [
                 p.get("name") or ""
                 for p in (service.get("spec") or {}).get("ports") or []
@@ -122,33 +122,36 @@ class ServiceProxy:
                     503, "ServiceUnavailable", f'no service port {port} found for service "{name}"'
                 )
             port_name = named[0]
-        slices = self._slices(namespace, name)
-        if not slices:  # what kube-apiserver says when the Service has no Endpoints object
-            raise StatusError.not_found("", "endpoints", name)
-        candidates: list[tuple[str, int]] = []
-        for eps in slices:
-            ports = [p for p in eps.get("ports") or [] if (p.get("name") or "") == port_name]
-            if not ports or ports[0].get("port") is None:
-                continue
-            for endpoint in eps.get("endpoints") or []:
-                if (endpoint.get("conditions") or {}).get("ready") is False:
-                    continue
-                candidates.extend((str(a), int(ports[0]["port"])) for a in endpoint.get("addresses") or [])
-        if not candidates:
+        endpoints = self.core.storage.get(ENDPOINTS_KEY, namespace, name)
+        if endpoints is None:  # kube-apiserver names the Service, not the Endpoints, in this 404
+            raise StatusError.not_found("", "services", name)
+        subsets = endpoints.get("subsets") or []
+        if not subsets:
             raise StatusError(503, "ServiceUnavailable", f'no endpoints available for service "{name}"')
-        host, number = random.choice(candidates)
-        return ProxyTarget(scheme or "http", host, number)
+        start = random.randrange(len(subsets))
+        for i in range(len(subsets)):
+            subset = subsets[(start + i) % len(subsets)]
+            addresses = subset.get("addresses") or []
+            if not addresses:
+                continue
+            for endpoint_port in subset.get("ports") or []:
+                if (endpoint_port.get("name") or "") != port_name:
+                    continue
+                seed = random.randrange(len(addresses))
+                for attempt in range(len(addresses)):
+                    address = addresses[(seed + attempt) % len(addresses)]
+                    if self._is_pod_address(namespace, address):
+                        return ProxyTarget(scheme or "http", str(address["ip"]), int(endpoint_port["port"]))
+        raise StatusError(503, "ServiceUnavailable", f'no endpoints available for service "{service_id}"')
 
-    def _slices(self, namespace: str, service: str) -> list[dict[str, Any]]:
-        bucket = self.core.storage.buckets.get(SLICES_KEY)
-        if bucket is None:
-            return []
-        slices = (bucket.objects[key] for key in bucket.iter_namespace(namespace))
-        return [
-            s
-            for s in slices
-            if ((s.get("metadata") or {}).get("labels") or {}).get(SERVICE_NAME_LABEL) == service
-        ]
+    def _is_pod_address(self, namespace: str, address: dict[str, Any]) -> bool:
+        """``isValidAddress``: the address names a Pod of this namespace that still has that IP."""
+        ref = address.get("targetRef") or {}
+        if not ref or ref.get("namespace", "") != namespace:
+            return False
+        pod = self.core.storage.get(PODS_KEY, namespace, str(ref.get("name", "")))
+        ips = [p.get("ip") for p in ((pod or {}).get("status") or {}).get("podIPs") or []]
+        return address.get("ip") in ips
 
     def resolve_pod(self, namespace: str, pod_id: str) -> ProxyTarget:
         split = split_service_id(pod_id)

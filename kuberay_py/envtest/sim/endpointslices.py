@@ -19,12 +19,13 @@ from typing import Any
 from kuberay_py.cache import Cache
 from kuberay_py.client import Client, Conflict, NotFound, resources
 from kuberay_py.envtest.sim.dirtyset import DirtySet
+from kuberay_py.envtest.sim.membership import ChangeHandler, services_selecting
+from kuberay_py.envtest.sim.ownwrites import cache_lags
 from kuberay_py.envtest.sim.slices import (
     MANAGED_BY,
     MANAGED_BY_LABEL,
     SERVICE_NAME_LABEL,
     desired_slices,
-    selector_matches,
     slice_labels,
 )
 from kuberay_py.log import get_logger
@@ -34,27 +35,6 @@ __all__ = ["EndpointSliceController"]
 log = get_logger("kuberay_py.envtest.sim.endpointslices")
 
 Key = tuple[str, str]
-
-
-def _rv(obj: dict[str, Any]) -> int | None:
-    try:
-        return int(obj.get("metadata", {}).get("resourceVersion", ""))
-    except ValueError:
-        return None
-
-
-class _Handler:
-    def __init__(self, on_change: Any) -> None:
-        self._on_change = on_change
-
-    def on_add(self, obj: dict[str, Any], is_initial: bool) -> None:
-        self._on_change(None, obj)
-
-    def on_update(self, old: dict[str, Any], new: dict[str, Any]) -> None:
-        self._on_change(old, new)
-
-    def on_delete(self, obj: dict[str, Any]) -> None:
-        self._on_change(obj, None)
 
 
 class EndpointSliceController:
@@ -69,9 +49,11 @@ class EndpointSliceController:
         self.reconciles = 0
 
     def register(self) -> None:
-        self.cache.informer_for(resources.SERVICES).add_event_handler(_Handler(self._service_changed))
-        self.cache.informer_for(resources.PODS).add_event_handler(_Handler(self._pod_changed))
-        self.cache.informer_for(resources.ENDPOINTSLICES).add_event_handler(_Handler(self._slice_changed))
+        self.cache.informer_for(resources.SERVICES).add_event_handler(ChangeHandler(self._service_changed))
+        self.cache.informer_for(resources.PODS).add_event_handler(ChangeHandler(self._pod_changed))
+        self.cache.informer_for(resources.ENDPOINTSLICES).add_event_handler(
+            ChangeHandler(self._slice_changed)
+        )
 
     # -- event routing -----------------------------------------------------------------------
     def _enqueue(self, key: Key) -> None:
@@ -85,11 +67,8 @@ class EndpointSliceController:
         if not self.cache.informer_for(resources.SERVICES).has_synced():
             return  # the Services' initial adds will enqueue every Service anyway
         namespace = (new or old or {}).get("metadata", {}).get("namespace", "")
-        label_sets = [p.get("metadata", {}).get("labels") or {} for p in (old, new) if p is not None]
-        for svc in self.cache.list(resources.SERVICES, namespace):
-            selector = (svc.get("spec") or {}).get("selector")
-            if selector and any(selector_matches(selector, labels) for labels in label_sets):
-                self._enqueue((namespace, svc["metadata"]["name"]))
+        for name in services_selecting(self.cache, namespace, [p for p in (old, new) if p is not None]):
+            self._enqueue((namespace, name))
 
     def _slice_changed(self, old: dict[str, Any] | None, new: dict[str, Any] | None) -> None:
         obj = new or old or {}
@@ -117,9 +96,7 @@ class EndpointSliceController:
         for (ns, name), mine in list(self._written.items()):
             if ns != namespace or (mine["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) != service:
                 continue
-            cached = seen.get(name)
-            mine_rv, cached_rv = _rv(mine), _rv(cached) if cached else None
-            if cached is None or (mine_rv is not None and cached_rv is not None and cached_rv < mine_rv):
+            if cache_lags(mine, seen.get(name)):
                 seen[name] = mine
             else:
                 del self._written[(ns, name)]  # the cache has caught up

@@ -2,8 +2,8 @@
 
 envtest (like controller-runtime's) runs an API server and nothing else, so Pods never run,
 Services never get endpoints and owned objects are never collected. :class:`Simulator` adds a
-kubelet with a one-node scheduler, the EndpointSlice controller, the garbage collector and the
-batch/v1 Job controller. It is
+kubelet with a one-node scheduler, the EndpointSlice and Endpoints controllers (kube-apiserver's
+``services/proxy`` reads the latter), the garbage collector and the batch/v1 Job controller. It is
 an ordinary API client (a :class:`~kuberay_py.client.Client` plus informers), so it works the
 same against the built-in API server and a real kube-apiserver.
 
@@ -22,6 +22,7 @@ import anyio
 from kuberay_py.cache import Cache
 from kuberay_py.client import AlreadyExists, ApiError, Client, resources
 from kuberay_py.clock import Clock, RealClock, format_rfc3339
+from kuberay_py.envtest.sim.endpoints import EndpointsController
 from kuberay_py.envtest.sim.endpointslices import EndpointSliceController
 from kuberay_py.envtest.sim.gateway import GatewayController
 from kuberay_py.envtest.sim.gc import GarbageCollector
@@ -48,7 +49,7 @@ class Simulator:
         clock: Clock | None = None,
         node_name: str = "sim-node",
         garbage_collection: bool = True,
-        endpoint_slices: bool = True,
+        endpoint_controllers: bool = True,
         job_backoff_scale: float = 1.0,
         network: PodNetwork | None = None,
     ) -> None:
@@ -67,7 +68,8 @@ class Simulator:
             node_name=node_name,
             addresses=self.addresses,
         )
-        self.endpoint_slices = EndpointSliceController(client, self.cache) if endpoint_slices else None
+        self.endpoint_slices = EndpointSliceController(client, self.cache) if endpoint_controllers else None
+        self.endpoints = EndpointsController(client, self.cache) if endpoint_controllers else None
         self.gc = GarbageCollector(client, self.cache) if garbage_collection else None
         self.jobs = JobController(client, self.cache, clock=self.clock, backoff_scale=job_backoff_scale)
         self.gateway = GatewayController(client, self.cache, self.addresses, clock=self.clock)
@@ -87,6 +89,8 @@ class Simulator:
         self.cache.informer_for(resources.PODS).add_event_handler(self.kubelet)
         if self.endpoint_slices is not None:
             self.endpoint_slices.register()
+        if self.endpoints is not None:
+            self.endpoints.register()
         if self.gc is not None:
             await self.gc.register()
         self.jobs.register()
@@ -97,6 +101,8 @@ class Simulator:
             tg.start_soon(self.jobs.run)
             if self.endpoint_slices is not None:
                 tg.start_soon(self.endpoint_slices.run)
+            if self.endpoints is not None:
+                tg.start_soon(self.endpoints.run)
             if self.gc is not None:
                 tg.start_soon(self.gc.run)
             tg.start_soon(self.gateway.run)

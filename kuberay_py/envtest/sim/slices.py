@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kuberay_py.envtest.sim.membership import find_port, pod_in_endpoints, pod_ready, selector_matches
+
 __all__ = [
     "MANAGED_BY",
     "MANAGED_BY_LABEL",
@@ -20,7 +22,6 @@ __all__ = [
     "desired_slices",
     "endpoint_for",
     "endpoint_ports",
-    "selector_matches",
     "slice_labels",
 ]
 
@@ -32,39 +33,12 @@ MAX_ENDPOINTS_PER_SLICE = 100  # kube-controller-manager's --max-endpoints-per-s
 PortKey = tuple[tuple[str, int, str, str], ...]
 
 
-def selector_matches(selector: dict[str, str], labels: dict[str, str] | None) -> bool:
-    labels = labels or {}
-    return all(labels.get(k) == v for k, v in selector.items())
-
-
-def _pod_ready(pod: dict[str, Any]) -> bool:
-    for cond in (pod.get("status") or {}).get("conditions") or []:
-        if cond.get("type") == "Ready":
-            return bool(cond.get("status") == "True")
-    return False
-
-
-def _find_port(pod: dict[str, Any], target: Any, protocol: str) -> int | None:
-    """``podutil.FindPort``: a number is used as is; a name is looked up in the Pod's containers."""
-    if isinstance(target, int):
-        return target
-    if isinstance(target, str):
-        if target.isdigit():
-            return int(target)
-        for container in (pod.get("spec") or {}).get("containers") or []:
-            for port in container.get("ports") or []:
-                if port.get("name") == target and port.get("protocol", "TCP") == protocol:
-                    value = port.get("containerPort")
-                    return value if isinstance(value, int) else None
-    return None
-
-
 def endpoint_ports(service: dict[str, Any], pod: dict[str, Any]) -> list[dict[str, Any]]:
     """The slice ports for one Pod; a Service port whose named targetPort the Pod lacks is skipped."""
     ports: list[dict[str, Any]] = []
     for sp in (service.get("spec") or {}).get("ports") or []:
         protocol = sp.get("protocol", "TCP")
-        number = _find_port(pod, sp.get("targetPort", sp.get("port")), protocol)
+        number = find_port(pod, sp.get("targetPort", sp.get("port")), protocol)
         if number is None:
             continue
         port: dict[str, Any] = {"name": sp.get("name", ""), "port": number, "protocol": protocol}
@@ -80,10 +54,10 @@ def endpoint_for(service: dict[str, Any], pod: dict[str, Any]) -> dict[str, Any]
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
     ip = status.get("podIP")
-    if not ip or status.get("phase") in ("Succeeded", "Failed"):
+    if not ip or not pod_in_endpoints(pod, include_terminating=True):
         return None
     publish = bool((service.get("spec") or {}).get("publishNotReadyAddresses"))
-    ready = publish or _pod_ready(pod)
+    ready = publish or pod_ready(pod)
     terminating = bool(meta.get("deletionTimestamp"))
     endpoint: dict[str, Any] = {
         "addresses": [ip],

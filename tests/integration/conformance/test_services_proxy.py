@@ -1,8 +1,10 @@
 """The ``services/proxy`` subresource, as kube-apiserver answers it.
 
-A backend HTTP server listens on an address of a claimed pod network (as a Pod would); a
-selector-less Service names it through an Endpoints object (what kube-apiserver reads) and an
-EndpointSlice (what the built-in server reads), so the same test holds on both servers.
+A backend HTTP server listens on an address of a claimed pod network, as a Pod would; a Pod
+object carries that address in its status, and a selector-less Service names it through an
+Endpoints object whose ``targetRef`` is that Pod: kube-apiserver resolves ``services/proxy``
+through core/v1 Endpoints and dials only an address its Pod still has, and so does the built-in
+server.
 """
 
 from __future__ import annotations
@@ -63,7 +65,18 @@ async def backend(envtest: Environment) -> AsyncIterator[Backend]:
         await runner.cleanup()
 
 
-async def publish(k8s: Client, namespace: str, backend: Backend, *, ready: bool = True) -> None:
+async def publish(
+    k8s: Client,
+    namespace: str,
+    backend: Backend,
+    *,
+    ready: bool = True,
+    target: bool = True,
+    pod_ip: str | None = None,
+) -> None:
+    """Service ``dash`` (port ``dashboard``) whose Endpoints lists ``backend`` as the address of Pod
+    ``dash-0``; ``pod_ip`` gives the Pod another address, ``target=False`` drops the ``targetRef``."""
+    await make_pod(k8s, namespace, pod_ip or backend.address, name="dash-0")
     service = {
         "apiVersion": "v1",
         "kind": "Service",
@@ -71,27 +84,21 @@ async def publish(k8s: Client, namespace: str, backend: Backend, *, ready: bool 
         "spec": {"ports": [{"name": "dashboard", "port": 8265, "targetPort": backend.port}]},
     }
     await k8s.create(r.SERVICES, service, namespace)
+    address: dict[str, Any] = {"ip": backend.address}
+    if target:
+        address["targetRef"] = {"kind": "Pod", "namespace": namespace, "name": "dash-0"}
     endpoints = {
         "apiVersion": "v1",
         "kind": "Endpoints",
         "metadata": {"name": "dash"},
         "subsets": [
             {
-                ("addresses" if ready else "notReadyAddresses"): [{"ip": backend.address}],
+                ("addresses" if ready else "notReadyAddresses"): [address],
                 "ports": [{"name": "dashboard", "port": backend.port}],
             }
         ],
     }
     await k8s.create(r.ENDPOINTS, endpoints, namespace)
-    eps = {
-        "apiVersion": "discovery.k8s.io/v1",
-        "kind": "EndpointSlice",
-        "metadata": {"name": "dash-1", "labels": {"kubernetes.io/service-name": "dash"}},
-        "addressType": "IPv4",
-        "endpoints": [{"addresses": [backend.address], "conditions": {"ready": ready}}],
-        "ports": [{"name": "dashboard", "port": backend.port, "protocol": "TCP"}],
-    }
-    await k8s.create(r.ENDPOINTSLICES, eps, namespace)
 
 
 async def call(
@@ -154,7 +161,7 @@ async def test_post_body_and_status_pass_through_and_a_port_number_is_mapped(
     assert backend.seen[-1]["path"] == "/api/jobs/"
 
 
-async def test_no_ready_endpoint_is_503(
+async def test_no_ready_endpoint_is_503_naming_the_whole_id(
     envtest: Environment, k8s: Client, namespace: str, backend: Backend
 ) -> None:
     await publish(k8s, namespace, backend, ready=False)
@@ -163,8 +170,37 @@ async def test_no_ready_endpoint_is_503(
     status = status_of(raw)
     assert (status["reason"], status["message"]) == (
         "ServiceUnavailable",
-        'no endpoints available for service "dash"',
+        'no endpoints available for service "dash:dashboard"',
     )
+    assert backend.seen == []
+
+
+@pytest.mark.parametrize(
+    ("why", "published"),
+    [
+        ("no targetRef", {"target": False}),
+        ("the Pod has another IP", {"pod_ip": "10.244.255.254"}),
+    ],
+)
+async def test_an_address_that_is_not_its_pods_ip_is_never_dialled(
+    envtest: Environment, k8s: Client, namespace: str, backend: Backend, why: str, published: dict[str, Any]
+) -> None:
+    await publish(k8s, namespace, backend, **published)
+    code, raw = await call(envtest, "GET", f"/api/v1/namespaces/{namespace}/services/dash/proxy/")
+    assert code == 503, why
+    assert status_of(raw)["message"] == 'no endpoints available for service "dash"'
+    assert backend.seen == []
+
+
+async def test_a_port_name_no_subset_offers_is_503_naming_the_whole_id(
+    envtest: Environment, k8s: Client, namespace: str, backend: Backend
+) -> None:
+    await publish(k8s, namespace, backend)
+    code, raw = await call(
+        envtest, "GET", f"/api/v1/namespaces/{namespace}/services/https:dash:metrics/proxy/"
+    )
+    assert code == 503
+    assert status_of(raw)["message"] == 'no endpoints available for service "https:dash:metrics"'
 
 
 async def test_unknown_service_port_number_is_503(
@@ -176,8 +212,9 @@ async def test_unknown_service_port_number_is_503(
     assert status_of(raw)["message"] == 'no service port 9999 found for service "dash"'
 
 
-async def test_a_service_without_endpoints_is_404_for_its_endpoints(
-    envtest: Environment, k8s: Client, namespace: str
+@pytest.mark.parametrize("service_id", ["bare", "bare:80"])
+async def test_a_service_without_an_endpoints_object_is_404_naming_the_service(
+    envtest: Environment, k8s: Client, namespace: str, service_id: str
 ) -> None:
     service = {
         "apiVersion": "v1",
@@ -186,9 +223,29 @@ async def test_a_service_without_endpoints_is_404_for_its_endpoints(
         "spec": {"ports": [{"port": 80}]},
     }
     await k8s.create(r.SERVICES, service, namespace)
-    code, raw = await call(envtest, "GET", f"/api/v1/namespaces/{namespace}/services/bare/proxy/")
+    code, raw = await call(envtest, "GET", f"/api/v1/namespaces/{namespace}/services/{service_id}/proxy/")
     assert code == 404
-    assert status_of(raw)["message"] == 'endpoints "bare" not found'
+    status = status_of(raw)
+    assert (status["reason"], status["message"]) == ("NotFound", 'services "bare" not found')
+    assert status["details"] == {"name": "bare", "kind": "services"}
+
+
+async def test_an_endpoints_object_without_subsets_is_503_naming_the_service(
+    envtest: Environment, k8s: Client, namespace: str
+) -> None:
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {"name": "empty"},
+        "spec": {"ports": [{"name": "dashboard", "port": 8265}]},
+    }
+    await k8s.create(r.SERVICES, service, namespace)
+    await k8s.create(
+        r.ENDPOINTS, {"apiVersion": "v1", "kind": "Endpoints", "metadata": {"name": "empty"}}, namespace
+    )
+    code, raw = await call(envtest, "GET", f"/api/v1/namespaces/{namespace}/services/empty:dashboard/proxy/")
+    assert code == 503
+    assert status_of(raw)["message"] == 'no endpoints available for service "empty"'
 
 
 async def test_missing_service_is_404(envtest: Environment, namespace: str) -> None:
@@ -218,11 +275,11 @@ async def test_endpoint_not_listening_is_503(envtest: Environment, k8s: Client, 
     )
 
 
-async def make_pod(k8s: Client, namespace: str, ip: str | None) -> None:
+async def make_pod(k8s: Client, namespace: str, ip: str | None, *, name: str = "head") -> None:
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": "head"},
+        "metadata": {"name": name},
         "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.52.0"}]},
     }
     created = await k8s.create(r.PODS, pod, namespace)
