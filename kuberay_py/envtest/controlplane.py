@@ -251,6 +251,11 @@ class ControlPlane:
         self.url = f"https://{self.host}:{port}"
         await self._wait_http(f"{self.url}/readyz", self.client_ssl())
 
+    @property
+    def pids(self) -> list[int]:
+        """The running etcd and kube-apiserver, in start order."""
+        return [p.pid for p in self._procs if p.returncode is None]
+
     def client_ssl(self) -> ssl.SSLContext:
         """TLS for the admin client: the generated CA and the system:masters client certificate."""
         assert self.certs is not None
