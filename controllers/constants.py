@@ -290,7 +290,6 @@ EVENT_FAILED_TO_CREATE_SERVICE: Final = "FailedToCreateService"
 EVENT_FAILED_TO_UPDATE_SERVICE: Final = "FailedToUpdateService"
 EVENT_DELETED_SERVICE: Final = "DeletedService"
 EVENT_FAILED_TO_DELETE_SERVICE: Final = "FailedToDeleteService"
-EVENT_CREATED_SECRET: Final = "CreatedSecret"  # the generated Ray auth token Secret
 EVENT_FAILED_TO_CREATE_SECRET: Final = "FailedToCreateSecret"
 EVENT_CREATED_SERVICE_ACCOUNT: Final = "CreatedServiceAccount"
 EVENT_FAILED_TO_CREATE_SERVICE_ACCOUNT: Final = "FailedToCreateServiceAccount"

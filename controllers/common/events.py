@@ -63,7 +63,12 @@ async def write_with_events(
 
 
 async def create_once(
-    recorder: Recorder, about: Obj, create: Awaitable[T], *, failed: tuple[str, str], done: tuple[str, str]
+    recorder: Recorder,
+    about: Obj,
+    create: Awaitable[T],
+    *,
+    failed: tuple[str, str],
+    done: tuple[str, str] | None,
 ) -> T | None:
     """A create under a deterministic name, with its events; None if it already exists.
 

@@ -108,5 +108,6 @@ def is_running_and_ready(pod: Obj | None) -> bool:
 
 
 def live_pods(pods: Iterable[Obj]) -> list[Obj]:
-    """The Pods not being deleted: what counts towards desired replicas."""
+    """The Pods not being deleted (a terminating worker still counts towards its group's replicas:
+    controllers.raycluster.scaling)."""
     return [pod for pod in pods if not is_deleting(pod)]

@@ -68,7 +68,7 @@ async def reconcile_children(ctx: ClusterContext) -> None:
             SECRETS,
             lambda: build_auth_secret(cluster),
             auth_secret_name(cluster),
-            C.EVENT_CREATED_SECRET,
+            None,  # KubeRay's createAuthSecret sends no event
             C.EVENT_FAILED_TO_CREATE_SECRET,
         )
     if common.is_autoscaling(cluster):
@@ -129,7 +129,7 @@ async def _autoscaler_rbac(ctx: ClusterContext) -> None:
 
 
 async def _ensure(
-    ctx: ClusterContext, res: Resource, build: Callable[[], Obj], name: str, created: str, failed: str
+    ctx: ClusterContext, res: Resource, build: Callable[[], Obj], name: str, created: str | None, failed: str
 ) -> None:
     if not await _known_to_exist(ctx, res, name):
         await _create(ctx, res, build(), name, created, failed)
@@ -245,14 +245,18 @@ async def _service(ctx: ClusterContext, body: Obj) -> None:
 
 
 async def _create(
-    ctx: ClusterContext, res: Resource, body: Obj, name: str, created: str, failed: str
+    ctx: ClusterContext, res: Resource, body: Obj, name: str, created: str | None, failed: str
 ) -> Obj | None:
-    """Create a child with its events; None when it already exists (someone raced us)."""
+    """Create a child with its events (``created=None``: no Normal one); None when it already
+    exists (someone raced us)."""
     ref = f"{res.kind} {ctx.ref.namespace}/{name}"
+    done = (
+        None if created is None else (created, f"Created {event_noun(res.kind)} {ctx.ref.namespace}/{name}")
+    )
     return await create_once(
         ctx.deps.recorder,
         ctx.cluster,
         ctx.deps.client.create(res, body, ctx.ref.namespace),
         failed=(failed, f"Failed to create {ref}: {{error}}"),
-        done=(created, f"Created {event_noun(res.kind)} {ctx.ref.namespace}/{name}"),
+        done=done,
     )

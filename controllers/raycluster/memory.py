@@ -32,6 +32,8 @@ class ClusterMemo:
     written: tuple[frozenset[str], Obj] | None = None
     # Monotonic time a counter-only status change was first held back.
     deferred_since: float | None = None
+    # (generation, message) of the invalid spec last reported by a Warning event.
+    invalid_reported: tuple[int, str] | None = None
 
     def generation_marker(self, kind: str, cluster: Obj, name: str) -> tuple[str, str] | None:
         """The ``known`` entry recording that ``kind``/``name`` was checked at the cluster's current

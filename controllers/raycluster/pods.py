@@ -82,15 +82,16 @@ async def reconcile_pods(ctx: ClusterContext) -> None:
         return
     if spec.get("suspend"):
         return  # the status records RayClusterSuspending first; Pods go in the next round
-    by_type: dict[str, list[Obj]] = {}
-    for pod in live_pods(ctx.pods):
-        by_type.setdefault(labels_of(pod).get(C.RAY_NODE_TYPE_LABEL_KEY, ""), []).append(pod)
-    if await _recreate_for_upgrade(ctx, by_type.get(C.NODE_TYPE_HEAD, [])):
+    heads = [
+        p for p in live_pods(ctx.pods) if labels_of(p).get(C.RAY_NODE_TYPE_LABEL_KEY) == C.NODE_TYPE_HEAD
+    ]
+    if await _recreate_for_upgrade(ctx, heads):
         return
     if ctx.deps.options.batch_scheduler is not None:  # e.g. Volcano's PodGroup, before any Pod
         await ctx.deps.options.batch_scheduler.submit_cluster(ctx.deps.client, ctx.cluster)
-    await _reconcile_head(ctx, by_type.get(C.NODE_TYPE_HEAD, []))
-    workers = by_type.get(C.NODE_TYPE_WORKER, [])
+    await _reconcile_head(ctx, heads)
+    # Terminating workers too: they count until gone (scaling.plan_group).
+    workers = [p for p in ctx.pods if labels_of(p).get(C.RAY_NODE_TYPE_LABEL_KEY) == C.NODE_TYPE_WORKER]
     failure: ReplicaFailure | None = None
     for group in spec.get("workerGroupSpecs") or []:
         group_pods = [

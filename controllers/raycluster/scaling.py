@@ -6,6 +6,7 @@ Kept apart from the reconciler so the rules are testable without an API server:
   ``restartPolicy: Never``); never for failing probes, which kubelet handles by restarting.
 * ``workersToDelete`` is always honoured, but only for Pods the cache still shows alive, so an
   uncleared list costs no requests.
+* A worker Pod being deleted counts (and holds its replica index) until it is gone, as in KubeRay.
 * With autoscaling on, surplus Pods are not deleted at random (the autoscaler chooses).
 * Multi-host replica groups live and die together (with KubeRay's RayMultiHostIndexing gate on).
 """
@@ -17,6 +18,7 @@ from typing import Any
 
 from controllers import constants as C
 from controllers.common import cluster as common
+from controllers.common.objects import is_deleting
 
 __all__ = ["GroupPlan", "plan_group", "should_delete_pod"]
 
@@ -67,7 +69,13 @@ def plan_group(
     random_delete: bool,
     multi_host_indexing: bool = True,
 ) -> GroupPlan:
-    """Plan one group from its live (not terminating) Pods.
+    """Plan one group from all its Pods, terminating ones included.
+
+    A Pod being deleted still counts towards the group's replicas (and keeps its replica index)
+    until it is gone, as in KubeRay, which lists worker Pods without looking at
+    ``deletionTimestamp``: a Pod deleted by hand is replaced once it has left, so two Pods never
+    hold one replica index. It is never deleted again, it is the first to go on a scale-down
+    (it is leaving anyway), and a ``workersToDelete`` entry naming it stops it counting.
 
     ``multi_host_indexing=False`` is KubeRay's RayMultiHostIndexing gate off: a multi-host group
     is planned Pod by Pod (``replicas * numOfHosts`` Pods, each deleted and created alone), and
@@ -78,51 +86,56 @@ def plan_group(
     suspended = bool(group.get("suspend"))
     desired = 0 if suspended else common.desired_replicas(group)
     if suspended:
-        plan.delete = list(pods)
+        plan.delete = [p for p in pods if not is_deleting(p)]
         return plan
     if not multi_host_indexing:
         desired, hosts = desired * hosts, 1
     to_delete: dict[str, dict[str, Any]] = {}
+
+    def remove(members: list[dict[str, Any]], reason: str) -> None:
+        for member in members:
+            if not is_deleting(member):
+                to_delete[member["metadata"]["name"]] = member
+                plan.delete_reasons.setdefault(member["metadata"]["name"], reason)
+
     replicas = _replica_groups(pods, multi_host_indexing)
-    # 1. Terminal Pods (and, for multi-host, their whole replica group).
-    unhealthy = False
+    # 1. Terminal Pods and, for multi-host, their whole replica group; a multi-host replica group
+    # missing a host (or with one leaving) loses the others too.
+    broken = False
     for key, members in replicas.items():
         for pod in members:
             delete, reason = should_delete_pod(pod)
-            if delete:
-                unhealthy = True
-                for member in members:
-                    to_delete[member["metadata"]["name"]] = member
-                    plan.delete_reasons.setdefault(member["metadata"]["name"], reason)
-        if hosts > 1 and len(members) != hosts and key in replicas:
-            for member in members:
-                to_delete[member["metadata"]["name"]] = member
-                plan.delete_reasons.setdefault(
-                    member["metadata"]["name"], f"Replica group {key} is incomplete."
-                )
+            if delete and not is_deleting(pod):
+                broken = True
+                remove(members, reason)
+        leaving = [m for m in members if is_deleting(m)]
+        if hosts > 1 and (len(members) != hosts or leaving) and len(leaving) != len(members):
+            broken = True
+            remove(members, f"Replica group {key} is incomplete.")
     # 2. workersToDelete (a named multi-host Pod takes its replica group along).
     names = set(((group.get("scaleStrategy") or {}).get("workersToDelete")) or [])
-    for members in replicas.values():
-        if any(m["metadata"]["name"] in names for m in members):
-            for member in members:
-                to_delete[member["metadata"]["name"]] = member
-                plan.delete_reasons.setdefault(member["metadata"]["name"], "Listed in workersToDelete.")
+    named = {k for k, members in replicas.items() if any(m["metadata"]["name"] in names for m in members)}
+    for key in named:
+        remove(replicas[key], "Listed in workersToDelete.")
     plan.delete = list(to_delete.values())
-    if unhealthy:
-        # KubeRay creates nothing in the round that removed unhealthy Pods.
+    if broken:
+        # KubeRay creates nothing in the round that removed unhealthy Pods: the replica index
+        # they hold is free only once they are gone.
         return plan
-    remaining = [
-        k for k, members in replicas.items() if not any(m["metadata"]["name"] in to_delete for m in members)
-    ]
+    # Leaving replica groups first: they are the surplus that costs no request.
+    remaining = sorted(
+        (k for k in replicas if k not in named),
+        key=lambda k: not all(is_deleting(m) for m in replicas[k]),
+    )
     diff = desired - len(remaining)
     if diff > 0:
         plan.create_replicas = diff
     elif diff < 0:
+        surplus = [k for k in remaining[:-diff] if not all(is_deleting(m) for m in replicas[k])]
         if common.is_autoscaling(cluster) and not random_delete:
-            plan.surplus_kept = -diff * hosts
+            plan.surplus_kept = len(surplus) * hosts
         else:
-            for key in remaining[:-diff]:
-                for member in replicas[key]:
-                    plan.delete.append(member)
-                    plan.delete_reasons[member["metadata"]["name"]] = "Scaling down to the desired replicas."
+            for key in surplus:
+                remove(replicas[key], "Scaling down to the desired replicas.")
+            plan.delete = list(to_delete.values())
     return plan

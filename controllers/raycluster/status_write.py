@@ -15,6 +15,7 @@ from controllers import constants as C
 from controllers.common.conditions import is_condition_true
 from controllers.common.invalid import invalid_report
 from controllers.common.last_write import remember_write
+from controllers.common.objects import generation_of
 from controllers.raycluster.context import ClusterContext
 from controllers.raycluster.status import status_differs
 from kuberay_py.client import Conflict, NotFound
@@ -103,20 +104,26 @@ async def write_status(ctx: ClusterContext, new_status: Obj) -> None:
 
 
 async def report_invalid(ctx: ClusterContext, errors: list[Any]) -> None:
-    """An invalid spec: a Warning event and ``status.reason``, once per message and generation.
+    """An invalid spec: a Warning event once per message and generation, the message in
+    ``status.reason``.
 
-    Nothing is deleted and nothing requeued: the spec change that fixes it triggers a reconcile.
+    KubeRay sends the event and writes no status; the reason is ours, so the problem is still
+    visible once the Event has expired (an hour by default). ``observedGeneration`` is left where
+    it was, as KubeRay leaves it: a tool that waits for ``observedGeneration == generation``
+    (kstatus, Flux) must not take a rejected spec for one the operator has acted on. Nothing is
+    deleted and nothing requeued: the spec change that fixes it triggers a reconcile.
     """
     cluster = ctx.cluster
     report = invalid_report(C.CRD_RAYCLUSTER, cluster, errors)
+    reported = (generation_of(cluster), report.message)
+    if ctx.memo.invalid_reported != reported:
+        ctx.deps.recorder.event(cluster, C.WARNING, report.reason, report.event)
+        ctx.memo.invalid_reported = reported
     status = cluster.get("status") or {}
-    generation = cluster["metadata"].get("generation")
-    if status.get("reason") == report.message and status.get("observedGeneration") == generation:
+    if status.get("reason") == report.message:
         return
-    ctx.deps.recorder.event(cluster, C.WARNING, report.reason, report.event)
     new_status = copy.deepcopy(status)
     new_status["reason"] = report.message
-    new_status["observedGeneration"] = generation or 0
     try:
         await ctx.deps.client.update_status(C.RAYCLUSTERS, _status_body(ctx, new_status))
     except NotFound:

@@ -312,9 +312,14 @@ async def test_an_invalid_spec_is_reported_once_per_generation() -> None:
     assert errors
     await status_write.report_invalid(kit.ctx, errors)
     assert kit.events.reasons() == [C.EVENT_INVALID_RAYCLUSTER_SPEC]
+    # KubeRay writes no status here; ours adds the reason but does not claim the generation observed.
+    assert set(kit.client.last_status) == {"reason", "lastUpdateTime"}
     cluster["status"] = kit.client.last_status
     await status_write.report_invalid(kit.ctx, errors)
     assert kit.events.reasons() == [C.EVENT_INVALID_RAYCLUSTER_SPEC]  # same message and generation
+    cluster["metadata"]["generation"] = 2
+    await status_write.report_invalid(kit.ctx, errors)
+    assert kit.events.reasons() == [C.EVENT_INVALID_RAYCLUSTER_SPEC] * 2  # a new generation, reported again
 
 
 def test_becoming_suspending_is_seen_once() -> None:

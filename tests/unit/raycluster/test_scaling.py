@@ -18,6 +18,7 @@ def pod(
     replica: str | None = None,
     restart: str | None = None,
     ray_terminated: bool = False,
+    deleting: bool = False,
 ) -> dict[str, Any]:
     labels = {"ray.io/group": "small"}
     if replica:
@@ -28,7 +29,10 @@ def pod(
     status: dict[str, Any] = {"phase": phase}
     if ray_terminated:
         status["containerStatuses"] = [{"name": "ray-worker", "state": {"terminated": {"exitCode": 1}}}]
-    return {"metadata": {"name": name, "labels": labels}, "spec": spec, "status": status}
+    meta: dict[str, Any] = {"name": name, "labels": labels}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta, "spec": spec, "status": status}
 
 
 @pytest.mark.parametrize(
@@ -110,12 +114,59 @@ def test_multi_host_groups_are_atomic() -> None:
     assert plan.create_replicas == 1
 
 
+def names(plan_delete: list[dict[str, Any]]) -> list[str]:
+    return sorted(p["metadata"]["name"] for p in plan_delete)
+
+
+def test_terminating_pods_count_until_gone() -> None:
+    """KubeRay lists worker Pods without looking at deletionTimestamp (TestRayClusterSingleHostMultiSlice)."""
+    c = cluster()
+    g = c["spec"]["workerGroupSpecs"][0]
+    g["replicas"] = 3
+    pods = [pod("a"), pod("b", deleting=True), pod("c")]
+    plan = plan_group(c, g, pods, random_delete=False)
+    assert plan.delete == [] and plan.create_replicas == 0
+    # Never deleted twice, even when terminal.
+    plan = plan_group(c, g, [pod("a"), pod("b", "Failed", deleting=True), pod("c")], random_delete=False)
+    assert plan.delete == [] and plan.create_replicas == 0
+    # Scale-down takes the leaving Pod first: it costs no request and keeps the live ones.
+    g["replicas"] = 2
+    assert plan_group(c, g, pods, random_delete=False).delete == []
+    g["replicas"] = 1
+    assert len(plan_group(c, g, pods, random_delete=False).delete) == 1
+    c["spec"]["enableInTreeAutoscaling"] = True
+    assert plan_group(c, g, pods, random_delete=False).surplus_kept == 1
+    # A workersToDelete entry naming it stops it counting (the autoscaler already lowered replicas).
+    g.update(replicas=3, scaleStrategy={"workersToDelete": ["b"]})
+    plan = plan_group(c, g, pods, random_delete=False)
+    assert plan.delete == [] and plan.create_replicas == 1
+
+
+def test_multi_host_group_with_a_leaving_host() -> None:
+    """One host deleted by hand: the others go too, and nothing is created while any is left."""
+    c = cluster()
+    g = c["spec"]["workerGroupSpecs"][0]
+    g.update(replicas=2, numOfHosts=2)
+    full = [pod("a0", replica="r1"), pod("a1", replica="r1")]
+    plan = plan_group(
+        c, g, [*full, pod("b0", replica="r2"), pod("b1", replica="r2", deleting=True)], random_delete=False
+    )
+    assert names(plan.delete) == ["b0"] and plan.create_replicas == 0
+    both = [pod("b0", replica="r2", deleting=True), pod("b1", replica="r2", deleting=True)]
+    plan = plan_group(c, g, [*full, *both], random_delete=False)
+    assert plan.delete == [] and plan.create_replicas == 0
+    plan = plan_group(c, g, [*full, both[0]], random_delete=False)
+    assert plan.delete == [] and plan.create_replicas == 0
+    plan = plan_group(c, g, full, random_delete=False)
+    assert plan.delete == [] and plan.create_replicas == 1
+
+
 def test_suspended_group_deletes_everything() -> None:
     c = cluster()
     g = c["spec"]["workerGroupSpecs"][0]
     g["suspend"] = True
-    plan = plan_group(c, g, [pod("a"), pod("b")], random_delete=False)
-    assert len(plan.delete) == 2 and plan.create_replicas == 0
+    plan = plan_group(c, g, [pod("a"), pod("b"), pod("c", deleting=True)], random_delete=False)
+    assert names(plan.delete) == ["a", "b"] and plan.create_replicas == 0
 
 
 def test_options_from_env() -> None:
