@@ -1,7 +1,9 @@
 """RBAC as kube-apiserver enforces it, over HTTP: ServiceAccount tokens, bindings, reviews, 401/403 bodies.
 
-Runs against ``Environment(rbac=True)``: the built-in server with RBAC on, or a real
-kube-apiserver (``--authorization-mode=RBAC``, always on there). A real server's authorizer reads
+Runs against ``Environment(rbac=True, simulate=True)``: the built-in server with RBAC on, or a
+real kube-apiserver (``--authorization-mode=RBAC``, always on there), with the cluster simulator,
+whose clusterrole-aggregation controller fills in aggregated ClusterRoles as
+kube-controller-manager's does (neither API server does it). A real server's authorizer reads
 informer caches, so a grant becomes visible shortly after the write; checks that follow a grant
 poll until the answer settles (immediate on the built-in server).
 """
@@ -30,7 +32,7 @@ WAIT = 30.0  # propagation bound on a real server, not a performance figure
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def env() -> AsyncIterator[Environment]:
-    async with Environment(rbac=True) as e:
+    async with Environment(rbac=True, simulate=True) as e:
         for ns in (NS, OTHER):
             await e.create_namespace(ns)
         yield e
@@ -299,7 +301,8 @@ async def test_aggregated_cluster_roles_collect_the_selected_rules(admin: Caller
         "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": label}]},
     }
     assert (await admin("POST", f"{RBAC_API}/clusterroles", aggregate))[0] == 201
-    # The union of the selected roles' rules, taken in name order.
+    # The union of the selected roles' rules, taken in name order, written by the simulator's
+    # clusterrole-aggregation controller (kube-controller-manager's in a real cluster).
     want = parts["rbac-test-agg-a"] + parts["rbac-test-agg-b"]
 
     async def aggregated() -> bool:
@@ -307,6 +310,9 @@ async def test_aggregated_cluster_roles_collect_the_selected_rules(admin: Caller
         return bool(role.get("rules") == want)
 
     await eventually(aggregated, "the aggregation fills in the rules", WAIT)
+    _, role = await admin("GET", f"{RBAC_API}/clusterroles/rbac-test-monitoring")
+    writers = {(m["manager"], m["operation"]) for m in role["metadata"]["managedFields"]}
+    assert ("clusterrole-aggregation-controller", "Apply") in writers  # server-side apply, forced
     assert (await admin("DELETE", f"{RBAC_API}/clusterroles/rbac-test-agg-b"))[0] == 200
 
     async def shrunk() -> bool:
@@ -422,10 +428,9 @@ async def test_impersonation_is_authorized_then_acts_as_the_other_user(admin: Ca
         "alice",
         ["devs", "ops", "system:authenticated"],
     )
-    # Impersonating as the ServiceAccount, the admin has only the ServiceAccount's rights.
-    status, _ = await admin(
-        "GET", f"/api/v1/namespaces/{OTHER}/configmaps", None, [("Impersonate-User", USER)]
-    )
+    # Impersonating as the ServiceAccount, the admin has only the ServiceAccount's rights (the
+    # ClusterRole "view" it holds in OTHER leaves out Secrets).
+    status, _ = await admin("GET", f"/api/v1/namespaces/{OTHER}/secrets", None, [("Impersonate-User", USER)])
     assert status == 403
     status, body = await sa("GET", "/api", None, [("Impersonate-User", "bob")])
     assert (status, body) == (
