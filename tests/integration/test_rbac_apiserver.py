@@ -432,19 +432,72 @@ async def test_impersonation_is_authorized_then_acts_as_the_other_user(admin: Ca
     # ClusterRole "view" it holds in OTHER leaves out Secrets).
     status, _ = await admin("GET", f"/api/v1/namespaces/{OTHER}/secrets", None, [("Impersonate-User", USER)])
     assert status == 403
+    # Kubernetes 1.36's constrained impersonation (KEP-5284): with no right at all, the answer is
+    # the first mode's refusal, "may it get /api while impersonating a user-info user?".
     status, body = await sa("GET", "/api", None, [("Impersonate-User", "bob")])
     assert (status, body) == (
         403,
-        _forbidden(
-            f'users "bob" is forbidden: User "{USER}" cannot impersonate resource "users" in API group "" at '
-            "the cluster scope",
-            {"name": "bob", "kind": "users"},
-        ),
+        _forbidden(f'forbidden: User "{USER}" cannot impersonate-on:user-info:get path "/api"', {}),
     )
     status, body = await sa("GET", "/api", None, [("Impersonate-User", "system:serviceaccount:default:x")])
-    assert (status, body["message"], body["details"]) == (
+    assert (status, body) == (
         403,
-        f'serviceaccounts "x" is forbidden: User "{USER}" cannot impersonate resource "serviceaccounts" '
-        'in API group "" in the namespace "default"',
-        {"name": "x", "kind": "serviceaccounts"},
+        _forbidden(f'forbidden: User "{USER}" cannot impersonate-on:serviceaccount:get path "/api"', {}),
+    )
+    status, body = await sa("GET", "/api", None, [("Impersonate-Group", "devs")])
+    assert (status, body["reason"], body["message"]) == (
+        400,
+        "BadRequest",
+        'requested &user.DefaultInfo{Name:"", UID:"", Groups:[]string{"devs"}, '
+        "Extra:map[string][]string(nil)} without impersonating a user name",
+    )
+
+
+async def test_constrained_impersonation_asks_for_the_request_then_for_the_user(
+    admin: Caller, sa: Caller
+) -> None:
+    role: dict[str, Any] = {
+        "metadata": {"name": "rbac-test-impersonate-bob"},
+        "rules": [{"nonResourceURLs": ["/api"], "verbs": ["impersonate-on:user-info:get"]}],
+    }
+    assert (await admin("POST", f"{RBAC_API}/clusterroles", role))[0] == 201
+    binding = {
+        "metadata": {"name": "rbac-test-impersonate-bob"},
+        "roleRef": {"kind": "ClusterRole", "name": "rbac-test-impersonate-bob"},
+        "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": NS}],
+    }
+    assert (await admin("POST", f"{RBAC_API}/clusterrolebindings", binding))[0] == 201
+    as_bob = [("Impersonate-User", "bob")]
+    want = _forbidden(
+        f'users.authentication.k8s.io "bob" is forbidden: User "{USER}" cannot impersonate:user-info '
+        'resource "users" in API group "authentication.k8s.io" at the cluster scope',
+        {"name": "bob", "group": "authentication.k8s.io", "kind": "users"},
+    )
+
+    async def may_get_api_but_not_be_bob() -> bool:
+        return await sa("GET", "/api", None, as_bob) == (403, want)
+
+    await eventually(may_get_api_but_not_be_bob, "the impersonate-on grant takes effect", WAIT)
+    status, current = await admin("GET", f"{RBAC_API}/clusterroles/rbac-test-impersonate-bob")
+    assert status == 200
+    current["rules"].append(
+        {
+            "apiGroups": ["authentication.k8s.io"],
+            "resources": ["users"],
+            "resourceNames": ["bob"],
+            "verbs": ["impersonate:user-info"],
+        }
+    )
+    assert (await admin("PUT", f"{RBAC_API}/clusterroles/rbac-test-impersonate-bob", current))[0] == 200
+
+    async def is_bob() -> bool:
+        status, body = await sa("GET", "/api", None, as_bob)
+        return status == 200 and body["kind"] == "APIVersions"
+
+    await eventually(is_bob, "the impersonate:user-info grant takes effect", WAIT)
+    # The grant is for "get /api" only: any other request while impersonating is refused.
+    status, body = await sa("GET", "/apis", None, as_bob)
+    assert (status, body["message"]) == (
+        403,
+        f'forbidden: User "{USER}" cannot impersonate-on:user-info:get path "/apis"',
     )
