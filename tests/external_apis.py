@@ -3,10 +3,10 @@ RayCluster (and optionally RayJob) controller running against it.
 
 The external APIs are components this project cannot run (a batch scheduler, OpenShift,
 cert-manager); their minimal CRDs live in ``tests/fixtures`` (``external-crds/README.md``).
-Kubernetes' own ``scheduling.k8s.io/v1alpha2`` (KubernetesWAS) is the exception: a real
-kube-apiserver 1.36 serves it natively and refuses a CRD in its built-in group, so there the
-server is started with the alpha group switched on instead (as KubeRay's own kind config for
-its WAS e2e test does), and the CRD stand-ins are installed on the built-in server only.
+Kubernetes' own ``scheduling.k8s.io/v1alpha2`` (KubernetesWAS) is the exception: kube-apiserver
+1.36 serves it natively (and refuses a CRD in its built-in group), so the server, real or
+built-in, is started with the alpha group switched on instead, as KubeRay's own kind config for
+its WAS e2e test does.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from controllers.rayjob.setup import setup as setup_rayjob
 from kuberay_py.client import Client
 from kuberay_py.client.resources import SECRETS
 from kuberay_py.clock import Clock
-from kuberay_py.envtest import Environment, uses_real_apiserver
+from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager
 from tests.in_loop_manager import in_loop_manager, running_in_loop
 
@@ -41,7 +41,6 @@ CRD_STAND_INS: dict[str, Path] = {
     "scheduler-plugins": EXTERNAL / "scheduler-plugins-podgroups.yaml",
     "openshift": EXTERNAL / "openshift",
     "cert-manager": FIXTURES / "cert-manager" / "crds.yaml",
-    "kubernetes-was": EXTERNAL / "kubernetes-was",
 }
 #: Built-in groups of kube-apiserver 1.36 that are off by default: the flags that serve them
 #: (kube-apiserver ``--runtime-config`` and ``--feature-gates``; KubeRay v1.7.0's
@@ -56,11 +55,10 @@ BUILT_IN_ALPHA: dict[str, tuple[str, ...]] = {
 
 def environment(*apis: str, kuberay_crds: bool = True) -> Environment:
     """An (unstarted) Environment serving ``apis`` (keys of :data:`CRD_STAND_INS`)."""
-    real = uses_real_apiserver()
     crds = [str(KUBERAY_CRDS)] if kuberay_crds else []
     flags: list[str] = []
     for api in apis:
-        if real and api in BUILT_IN_ALPHA:
+        if api in BUILT_IN_ALPHA:
             flags += BUILT_IN_ALPHA[api]
         else:
             crds.append(str(CRD_STAND_INS[api]))

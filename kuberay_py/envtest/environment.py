@@ -196,6 +196,8 @@ class Environment:
         options = dict(self.server_options)
         if self.rbac:
             options.setdefault("rbac", True)
+        if self.apiserver_args:  # the off-by-default groups it switches on, as kube-apiserver's
+            options.setdefault("apiserver_args", self.apiserver_args)
         ca_file = None
         if self.tls:
             certs = await asyncio.to_thread(make_certs, os.path.join(self._tmpdir.name, "certs"))

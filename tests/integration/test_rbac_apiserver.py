@@ -1,7 +1,9 @@
 """RBAC as kube-apiserver enforces it, over HTTP: ServiceAccount tokens, bindings, reviews, 401/403 bodies.
 
-Runs against ``Environment(rbac=True)``: the built-in server with RBAC on, or a real
-kube-apiserver (``--authorization-mode=RBAC``, always on there). A real server's authorizer reads
+Runs against ``Environment(rbac=True, simulate=True)``: the built-in server with RBAC on, or a
+real kube-apiserver (``--authorization-mode=RBAC``, always on there), with the cluster simulator,
+whose clusterrole-aggregation controller fills in aggregated ClusterRoles as
+kube-controller-manager's does (neither API server does it). A real server's authorizer reads
 informer caches, so a grant becomes visible shortly after the write; checks that follow a grant
 poll until the answer settles (immediate on the built-in server).
 """
@@ -30,7 +32,7 @@ WAIT = 30.0  # propagation bound on a real server, not a performance figure
 
 @pytest_asyncio.fixture(scope="module", loop_scope="session")
 async def env() -> AsyncIterator[Environment]:
-    async with Environment(rbac=True) as e:
+    async with Environment(rbac=True, simulate=True) as e:
         for ns in (NS, OTHER):
             await e.create_namespace(ns)
         yield e
@@ -299,7 +301,8 @@ async def test_aggregated_cluster_roles_collect_the_selected_rules(admin: Caller
         "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": label}]},
     }
     assert (await admin("POST", f"{RBAC_API}/clusterroles", aggregate))[0] == 201
-    # The union of the selected roles' rules, taken in name order.
+    # The union of the selected roles' rules, taken in name order, written by the simulator's
+    # clusterrole-aggregation controller (kube-controller-manager's in a real cluster).
     want = parts["rbac-test-agg-a"] + parts["rbac-test-agg-b"]
 
     async def aggregated() -> bool:
@@ -307,6 +310,9 @@ async def test_aggregated_cluster_roles_collect_the_selected_rules(admin: Caller
         return bool(role.get("rules") == want)
 
     await eventually(aggregated, "the aggregation fills in the rules", WAIT)
+    _, role = await admin("GET", f"{RBAC_API}/clusterroles/rbac-test-monitoring")
+    writers = {(m["manager"], m["operation"]) for m in role["metadata"]["managedFields"]}
+    assert ("clusterrole-aggregation-controller", "Apply") in writers  # server-side apply, forced
     assert (await admin("DELETE", f"{RBAC_API}/clusterroles/rbac-test-agg-b"))[0] == 200
 
     async def shrunk() -> bool:
@@ -422,24 +428,76 @@ async def test_impersonation_is_authorized_then_acts_as_the_other_user(admin: Ca
         "alice",
         ["devs", "ops", "system:authenticated"],
     )
-    # Impersonating as the ServiceAccount, the admin has only the ServiceAccount's rights.
-    status, _ = await admin(
-        "GET", f"/api/v1/namespaces/{OTHER}/configmaps", None, [("Impersonate-User", USER)]
-    )
+    # Impersonating as the ServiceAccount, the admin has only the ServiceAccount's rights (the
+    # ClusterRole "view" it holds in OTHER leaves out Secrets).
+    status, _ = await admin("GET", f"/api/v1/namespaces/{OTHER}/secrets", None, [("Impersonate-User", USER)])
     assert status == 403
+    # Kubernetes 1.36's constrained impersonation (KEP-5284): with no right at all, the answer is
+    # the first mode's refusal, "may it get /api while impersonating a user-info user?".
     status, body = await sa("GET", "/api", None, [("Impersonate-User", "bob")])
     assert (status, body) == (
         403,
-        _forbidden(
-            f'users "bob" is forbidden: User "{USER}" cannot impersonate resource "users" in API group "" at '
-            "the cluster scope",
-            {"name": "bob", "kind": "users"},
-        ),
+        _forbidden(f'forbidden: User "{USER}" cannot impersonate-on:user-info:get path "/api"', {}),
     )
     status, body = await sa("GET", "/api", None, [("Impersonate-User", "system:serviceaccount:default:x")])
-    assert (status, body["message"], body["details"]) == (
+    assert (status, body) == (
         403,
-        f'serviceaccounts "x" is forbidden: User "{USER}" cannot impersonate resource "serviceaccounts" '
-        'in API group "" in the namespace "default"',
-        {"name": "x", "kind": "serviceaccounts"},
+        _forbidden(f'forbidden: User "{USER}" cannot impersonate-on:serviceaccount:get path "/api"', {}),
+    )
+    status, body = await sa("GET", "/api", None, [("Impersonate-Group", "devs")])
+    assert (status, body["reason"], body["message"]) == (
+        400,
+        "BadRequest",
+        'requested &user.DefaultInfo{Name:"", UID:"", Groups:[]string{"devs"}, '
+        "Extra:map[string][]string(nil)} without impersonating a user name",
+    )
+
+
+async def test_constrained_impersonation_asks_for_the_request_then_for_the_user(
+    admin: Caller, sa: Caller
+) -> None:
+    role: dict[str, Any] = {
+        "metadata": {"name": "rbac-test-impersonate-bob"},
+        "rules": [{"nonResourceURLs": ["/api"], "verbs": ["impersonate-on:user-info:get"]}],
+    }
+    assert (await admin("POST", f"{RBAC_API}/clusterroles", role))[0] == 201
+    binding = {
+        "metadata": {"name": "rbac-test-impersonate-bob"},
+        "roleRef": {"kind": "ClusterRole", "name": "rbac-test-impersonate-bob"},
+        "subjects": [{"kind": "ServiceAccount", "name": SA, "namespace": NS}],
+    }
+    assert (await admin("POST", f"{RBAC_API}/clusterrolebindings", binding))[0] == 201
+    as_bob = [("Impersonate-User", "bob")]
+    want = _forbidden(
+        f'users.authentication.k8s.io "bob" is forbidden: User "{USER}" cannot impersonate:user-info '
+        'resource "users" in API group "authentication.k8s.io" at the cluster scope',
+        {"name": "bob", "group": "authentication.k8s.io", "kind": "users"},
+    )
+
+    async def may_get_api_but_not_be_bob() -> bool:
+        return await sa("GET", "/api", None, as_bob) == (403, want)
+
+    await eventually(may_get_api_but_not_be_bob, "the impersonate-on grant takes effect", WAIT)
+    status, current = await admin("GET", f"{RBAC_API}/clusterroles/rbac-test-impersonate-bob")
+    assert status == 200
+    current["rules"].append(
+        {
+            "apiGroups": ["authentication.k8s.io"],
+            "resources": ["users"],
+            "resourceNames": ["bob"],
+            "verbs": ["impersonate:user-info"],
+        }
+    )
+    assert (await admin("PUT", f"{RBAC_API}/clusterroles/rbac-test-impersonate-bob", current))[0] == 200
+
+    async def is_bob() -> bool:
+        status, body = await sa("GET", "/api", None, as_bob)
+        return status == 200 and body["kind"] == "APIVersions"
+
+    await eventually(is_bob, "the impersonate:user-info grant takes effect", WAIT)
+    # The grant is for "get /api" only: any other request while impersonating is refused.
+    status, body = await sa("GET", "/apis", None, as_bob)
+    assert (status, body["message"]) == (
+        403,
+        f'forbidden: User "{USER}" cannot impersonate-on:user-info:get path "/apis"',
     )

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from .authn import ADMIN, ADMIN_TOKEN, ANONYMOUS, ServiceAccountTokens, UserInfo, unauthorized
 from .errors import StatusError
-from .impersonation import Headers, impersonate
+from .impersonation import Headers, Impersonation
 from .rbac import Decision, authorize
 from .requestinfo import Attributes, request_attributes
 
@@ -120,6 +120,7 @@ class AccessControl:
         # TokenRequest and the access reviews, keyed by (group, plural, subresource); the server
         # fills it in (reviews.virtual_creates) since the reviews ask this object for verdicts.
         self.virtual: dict[tuple[str, str, str | None], Callable[..., dict[str, Any]]] = {}
+        self.impersonation = Impersonation(self.decide, self._refused)
 
     # -- authentication -----------------------------------------------------------------------------
 
@@ -161,16 +162,20 @@ class AccessControl:
             # Every request is the admin, whatever it carries; a ServiceAccount token or an
             # impersonation still says who it is (SelfSubjectReview).
             try:
-                user = self.authenticate(authorization)
+                requestor = self.authenticate(authorization)
             except StatusError:
-                user = ADMIN
-            user = ADMIN if user is ANONYMOUS else user
-            user = impersonate(user, headers, self.decide, self._refused)
-            current_user.set(user)
-            return user
-        user = impersonate(self.authenticate(authorization), headers, self.decide, self._refused)
+                requestor = ADMIN
+            requestor = ADMIN if requestor is ANONYMOUS else requestor
+        else:
+            requestor = self.authenticate(authorization)
+        # Impersonation is authorized against the request's own attributes (constrained
+        # impersonation asks "may the requestor do this verb while impersonating?").
+        attrs = request_attributes(requestor, method, path, query)
+        user = self.impersonation.impersonate(attrs, headers)
         current_user.set(user)
-        attrs = request_attributes(user, method, path, query)
+        if not self.rbac:
+            return user
+        attrs = replace(attrs, user=user)
         decision = self.decide(attrs)
         if not decision.allowed:
             raise self._refused(attrs, decision.reason)

@@ -8,10 +8,10 @@ requesting user must hold every permission a Role grants (or be allowed ``escala
 permission of the role a binding points at (or be allowed ``bind`` on it). This is what refuses
 an operator that creates the Ray autoscaler's Role with rights its own ServiceAccount lacks.
 
-ClusterRoles with an ``aggregationRule`` get their ``rules`` filled in as kube-controller-manager's
-clusterrole-aggregation controller does (the union of the rules of the ClusterRoles its selectors
-pick, by name, without repeats), here synchronously after every ClusterRole write or deletion;
-setting an ``aggregationRule`` takes cluster-admin rights, as upstream.
+Setting a ClusterRole's ``aggregationRule`` takes cluster-admin rights, as upstream. The server
+stores the rule and never fills in the role's ``rules``: like kube-apiserver, it leaves that to
+kube-controller-manager's clusterrole-aggregation controller, which the cluster simulator runs
+(:mod:`kuberay_py.envtest.sim.clusterroles`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ from .meta import clone
 from .rbac import covers, escalation_message, role_reference_rules, rules_for
 from .registry import ResourceType
 from .requestinfo import Attributes
-from .selectors import label_selector_from_doc
 from .validation import field_cause, invalid, not_supported, required
 
 if TYPE_CHECKING:
@@ -40,20 +39,6 @@ _FULL_AUTHORITY = [
     {"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},
     {"nonResourceURLs": ["*"], "verbs": ["*"]},
 ]
-
-
-def _aggregated_rules(role: Obj, all_roles: list[Obj]) -> list[dict[str, Any]]:
-    rules: list[dict[str, Any]] = []
-    name = role["metadata"]["name"]
-    for doc in (role.get("aggregationRule") or {}).get("clusterRoleSelectors") or []:
-        selector = label_selector_from_doc(doc)
-        if selector is None:
-            continue
-        for other in sorted(all_roles, key=lambda o: str(o["metadata"]["name"])):
-            if other["metadata"]["name"] == name or not selector.matches(other):
-                continue
-            rules += [r for r in other.get("rules") or [] if r not in rules]
-    return rules
 
 
 def _rule_problems(rules: Any, namespaced: bool) -> list[Cause]:
@@ -150,6 +135,10 @@ class RbacHooks(NoHooks):
     @staticmethod
     def _problems(rt: ResourceType, obj: Obj) -> list[Cause]:
         if rt.plural in ("roles", "clusterroles"):
+            if not obj.get("rules"):
+                # rbac/v1's ``rules`` has no omitempty and etcd's protobuf has no empty list: a
+                # role without rules (an aggregate not yet filled in) reads back ``"rules": null``.
+                obj["rules"] = None
             return _rule_problems(obj.get("rules"), rt.plural == "roles")
         if isinstance(obj.get("subjects"), dict):
             return [invalid("subjects", "object", "must be a list")]
@@ -181,35 +170,6 @@ class RbacHooks(NoHooks):
             if new.get("aggregationRule") != old.get("aggregationRule"):
                 self._confirm_may_aggregate(rt, new)
         return causes
-
-    def after_write(self, core: ApiCore, rt: ResourceType, obj: Obj, old: Obj | None) -> None:
-        if rt.plural == "clusterroles":
-            self._aggregate(core, rt)
-
-    def after_delete(self, core: ApiCore, rt: ResourceType, obj: Obj) -> None:
-        if rt.plural == "clusterroles":
-            self._aggregate(core, rt)
-
-    # -- aggregation ----------------------------------------------------------------------------------
-
-    @staticmethod
-    def _aggregate(core: ApiCore, rt: ResourceType) -> None:
-        """Fill in aggregated ClusterRoles' rules until nothing changes (aggregates of aggregates)."""
-        bucket = core.storage.buckets.get(rt.key)
-        if bucket is None:
-            return
-        for _ in range(len(bucket.objects) + 1):
-            changed = False
-            roles = list(bucket.objects.values())
-            for role in roles:
-                if not role.get("aggregationRule"):
-                    continue
-                rules = _aggregated_rules(role, roles)
-                if rules != (role.get("rules") or []):
-                    core.storage.put(rt.key, {**clone(role), "rules": rules}, role)
-                    changed = True
-            if not changed:
-                return
 
     # -- escalation -----------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from collections.abc import Sequence
 from typing import Any
 
 from aiohttp import web
@@ -30,6 +31,7 @@ from .jobs import JobHooks
 from .kinds import NamespaceHooks, PodHooks, SecretHooks, ServiceHooks
 from .rbackinds import RbacHooks
 from .reviews import REVIEW_TYPES, virtual_creates
+from .scheduling import SchedulingHooks, optional_types
 from .tokenrequest import token_request_handler
 from .webhookconfig import (
     VALIDATING_WEBHOOK_CONFIGURATIONS,
@@ -57,7 +59,10 @@ class BuiltinAPIServer:
         ssl_context: ssl.SSLContext | None = None,
         accept_loopback_endpoint_addresses: bool = False,
         rbac: bool = False,
+        apiserver_args: Sequence[str] = (),
     ) -> None:
+        """``apiserver_args``: the kube-apiserver flags that switch on off-by-default groups
+        (``--runtime-config`` with its ``--feature-gates``, see :mod:`.scheduling`)."""
         self.host = host
         self.ssl_context = ssl_context
         self.port = port
@@ -69,6 +74,10 @@ class BuiltinAPIServer:
         reg.add_all(BUILTIN_TYPES)
         reg.add_all(REVIEW_TYPES)
         reg.add(VALIDATING_WEBHOOK_CONFIGURATIONS)
+        scheduling_hooks = SchedulingHooks()
+        for rt in optional_types(apiserver_args):
+            reg.add(rt)
+            self.core.hooks[rt.key] = scheduling_hooks
         # Authentication and authorization; RBAC is enforced only with rbac=True.
         self.access = AccessControl(self.core, rbac=rbac)
         self.access.virtual.update(virtual_creates(self.access))

@@ -3,7 +3,9 @@
 envtest (like controller-runtime's) runs an API server and nothing else, so Pods never run,
 Services never get endpoints and owned objects are never collected. :class:`Simulator` adds a
 kubelet with a one-node scheduler, the EndpointSlice and Endpoints controllers (kube-apiserver's
-``services/proxy`` reads the latter), the garbage collector and the batch/v1 Job controller. It is
+``services/proxy`` reads the latter), the garbage collector, the batch/v1 Job controller and the
+clusterrole-aggregation controller (kube-controller-manager's, not the API server's, fills in an
+aggregated ClusterRole's rules). It is
 an ordinary API client (a :class:`~kuberay_py.client.Client` plus informers), so it works the
 same against the built-in API server and a real kube-apiserver.
 
@@ -22,6 +24,7 @@ import anyio
 from kuberay_py.cache import Cache
 from kuberay_py.client import AlreadyExists, ApiError, Client, resources
 from kuberay_py.clock import Clock, RealClock, format_rfc3339
+from kuberay_py.envtest.sim.clusterroles import ClusterRoleAggregationController
 from kuberay_py.envtest.sim.endpoints import EndpointsController
 from kuberay_py.envtest.sim.endpointslices import EndpointSliceController
 from kuberay_py.envtest.sim.gateway import GatewayController
@@ -73,6 +76,7 @@ class Simulator:
         self.gc = GarbageCollector(client, self.cache) if garbage_collection else None
         self.jobs = JobController(client, self.cache, clock=self.clock, backoff_scale=job_backoff_scale)
         self.gateway = GatewayController(client, self.cache, self.addresses, clock=self.clock)
+        self.cluster_roles = ClusterRoleAggregationController(client, self.cache)
         self._ready = asyncio.Event()
 
     async def wait_ready(self) -> None:
@@ -94,11 +98,13 @@ class Simulator:
         if self.gc is not None:
             await self.gc.register()
         self.jobs.register()
+        self.cluster_roles.register()
         await self.gateway.register()
         await self._ensure_node()
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.kubelet.run)
             tg.start_soon(self.jobs.run)
+            tg.start_soon(self.cluster_roles.run)
             if self.endpoint_slices is not None:
                 tg.start_soon(self.endpoint_slices.run)
             if self.endpoints is not None:

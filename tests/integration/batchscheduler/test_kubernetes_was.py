@@ -2,9 +2,10 @@
 and the Pods' schedulingGroup, derived from v1.7.0 source
 (controllers/ray/batchscheduler/kubernetes-was/v1alpha2 and test/e2ekuberneteswas).
 
-The v1alpha2 API is served by the CRD stand-ins in tests/fixtures/external-crds/kubernetes-was on
-the built-in server, and natively by a real kube-apiserver 1.36 started with the alpha group on
-(``tests/external_apis.py``), so these tests run in both modes.
+The v1alpha2 API is served natively by kube-apiserver 1.36 and by the built-in server, both
+started with the alpha group on (``tests/external_apis.py``), so these tests run in both modes and
+read back what kube-apiserver 1.36.2 defaults: a template's ``schedulingConstraints: null``, a
+PodGroup's ``disruptionMode: Pod``, ``status: {}`` and its protection finalizer.
 """
 
 from __future__ import annotations
@@ -79,14 +80,19 @@ async def test_gang_cluster_gets_workload_pod_group_and_scheduling_group(setup: 
     assert workload["metadata"]["ownerReferences"] == controller_refs(created)
     assert workload["spec"] == {
         "controllerRef": {"apiGroup": "ray.io", "kind": "RayCluster", "name": "gang"},
-        "podGroupTemplates": [{"name": "cluster", "schedulingPolicy": {"gang": {"minCount": 3}}}],
+        "podGroupTemplates": [
+            {"name": "cluster", "schedulingPolicy": {"gang": {"minCount": 3}}, "schedulingConstraints": None}
+        ],
     }
     group = await eventually(lambda: get_or_none(client, was.PODGROUPS, "gang-cluster", ns), "the PodGroup")
     assert group["metadata"]["labels"] == {"ray.io/cluster": "gang"}
+    assert group["metadata"]["finalizers"] == [was.PROTECTION_FINALIZER]
+    assert group["status"] == {}
     assert group["metadata"]["ownerReferences"] == controller_refs(created)
     assert group["spec"] == {
         "podGroupTemplateRef": {"workload": {"workloadName": "gang", "podGroupTemplateName": "cluster"}},
         "schedulingPolicy": {"gang": {"minCount": 3}},
+        "disruptionMode": "Pod",
     }
     for pod in await _pods(client, ns, "gang", 3):
         assert pod["spec"]["schedulerName"] == "default-scheduler"

@@ -1,15 +1,21 @@
 """The built-in server's RBAC pieces, without HTTP: request attributes, rule matching, the
-resolver's bindings and scoping, escalation checks, ServiceAccount tokens and the 403 body."""
+resolver's bindings and scoping, escalation checks, ServiceAccount tokens, impersonation and the
+403 body."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pytest
+from multidict import CIMultiDict
 
 from kuberay_py.envtest.apiserver.access import forbidden
 from kuberay_py.envtest.apiserver.authn import ServiceAccountTokens, UserInfo, service_account_user
+from kuberay_py.envtest.apiserver.errors import StatusError
+from kuberay_py.envtest.apiserver.impersonation import Impersonation
 from kuberay_py.envtest.apiserver.rbac import (
+    Decision,
     authorize,
     compact_string,
     covers,
@@ -324,19 +330,20 @@ def test_service_account_tokens() -> None:
     assert tokens.authenticate(token, 1000, lookup) is None
 
 
-def test_impersonation_checks_every_header_and_builds_the_user() -> None:
-    from multidict import CIMultiDict
-
-    from kuberay_py.envtest.apiserver.errors import StatusError
-    from kuberay_py.envtest.apiserver.impersonation import impersonate
-    from kuberay_py.envtest.apiserver.rbac import Decision
-
+def _impersonation(
+    allowed: Callable[[Attributes], bool],
+) -> tuple[Impersonation, list[tuple[str, str, str, str, str]]]:
     asked: list[tuple[str, str, str, str, str]] = []
 
-    def allow(a: Attributes) -> Decision:
+    def decide(a: Attributes) -> Decision:
         asked.append((a.verb, a.api_group, a.combined_resource, a.namespace, a.name))
-        return Decision(True)
+        return Decision(allowed(a))
 
+    return Impersonation(decide, forbidden), asked
+
+
+def test_legacy_impersonation_checks_every_header_and_builds_the_user() -> None:
+    impersonation, asked = _impersonation(lambda a: not a.verb.startswith("impersonate-on:"))
     headers = CIMultiDict(
         [
             ("Impersonate-User", "bob"),
@@ -345,32 +352,68 @@ def test_impersonation_checks_every_header_and_builds_the_user() -> None:
             ("impersonate-extra-scopes", "edit"),
         ]
     )
-    user = impersonate(ALICE, headers, allow, forbidden)
+    user = impersonation.impersonate(attrs("GET", "/api", user=ALICE), headers)
     assert (user.name, user.uid, user.groups, user.extra) == (
         "bob",
         "u-1",
         ("system:authenticated",),
         {"scopes": ["view", "edit"]},
     )
+    # user-info is refused at its first question, then legacy asks for each header in upstream's order.
     assert asked == [
+        ("impersonate-on:user-info:get", "", "", "", ""),
         ("impersonate", "", "users", "", "bob"),
+        ("impersonate", "authentication.k8s.io", "uids", "", "u-1"),
         ("impersonate", "authentication.k8s.io", "userextras/scopes", "", "view"),
         ("impersonate", "authentication.k8s.io", "userextras/scopes", "", "edit"),
-        ("impersonate", "authentication.k8s.io", "uids", "", "u-1"),
     ]
-    anonymous = impersonate(ALICE, CIMultiDict([("Impersonate-User", "system:anonymous")]), allow, forbidden)
-    assert anonymous.groups == ("system:unauthenticated",)
-    with pytest.raises(StatusError):  # groups without a user
-        impersonate(ALICE, CIMultiDict([("Impersonate-Group", "g")]), allow, forbidden)
-    with pytest.raises(StatusError) as refused:
-        impersonate(
-            ALICE,
-            CIMultiDict([("Impersonate-Group", "g"), ("Impersonate-User", "bob")]),
-            lambda a: Decision(a.resource == "users"),
-            forbidden,
-        )
-    assert refused.value.message == (
-        'groups "g" is forbidden: User "alice" cannot impersonate resource "groups" in API group "" '
-        "at the cluster scope"
+    asked.clear()  # legacy succeeded for alice, so it is tried first from now on
+    anonymous = impersonation.impersonate(
+        attrs("GET", "/api", user=ALICE), CIMultiDict([("Impersonate-User", "system:anonymous")])
     )
-    assert impersonate(ALICE, CIMultiDict(), allow, forbidden) is ALICE
+    assert anonymous.groups == ("system:unauthenticated",)
+    assert asked == [("impersonate", "", "users", "", "system:anonymous")]
+
+
+def test_constrained_impersonation_modes_and_their_refusals() -> None:
+    impersonation, asked = _impersonation(lambda a: True)
+    request = attrs("GET", "/api/v1/namespaces/a/pods", user=ALICE)
+    node = impersonation.impersonate(request, CIMultiDict([("Impersonate-User", "system:node:n1")]))
+    assert node.groups == ("system:nodes", "system:authenticated")
+    assert asked == [
+        ("impersonate-on:arbitrary-node:list", "", "pods", "a", ""),
+        ("impersonate:arbitrary-node", "authentication.k8s.io", "nodes", "", "n1"),
+    ]
+    asked.clear()
+    account = impersonation.impersonate(
+        request, CIMultiDict([("Impersonate-User", "system:serviceaccount:ops:op")])
+    )
+    assert account.groups == ("system:serviceaccounts", "system:serviceaccounts:ops", "system:authenticated")
+    sa_check = ("impersonate:serviceaccount", "authentication.k8s.io", "serviceaccounts", "ops", "op")
+    assert asked[-1] == sa_check
+
+    nothing, _ = _impersonation(lambda a: False)
+    with pytest.raises(StatusError) as refused:
+        nothing.impersonate(request, CIMultiDict([("Impersonate-User", "bob")]))
+    assert refused.value.message == (
+        'pods is forbidden: User "alice" cannot impersonate-on:user-info:list resource "pods" in API '
+        'group "" in the namespace "a"'
+    )
+    # system:masters is never impersonated in a constrained mode, whatever the grants; legacy may.
+    masters = CIMultiDict([("Impersonate-User", "bob"), ("Impersonate-Group", "system:masters")])
+    constrained_only, _ = _impersonation(lambda a: a.verb != "impersonate")
+    with pytest.raises(StatusError) as refused:
+        constrained_only.impersonate(request, masters)
+    assert refused.value.message == (
+        'groups.authentication.k8s.io "system:masters" is forbidden: User "alice" cannot '
+        'impersonate:user-info resource "groups" in API group "authentication.k8s.io" at the cluster '
+        "scope: impersonating the system:masters group is not allowed"
+    )
+    with pytest.raises(StatusError) as bad:  # groups without a user
+        impersonation.impersonate(request, CIMultiDict([("Impersonate-Group", "g")]))
+    assert (bad.value.code, bad.value.message) == (
+        400,
+        'requested &user.DefaultInfo{Name:"", UID:"", Groups:[]string{"g"}, '
+        "Extra:map[string][]string(nil)} without impersonating a user name",
+    )
+    assert impersonation.impersonate(request, CIMultiDict()) is ALICE
