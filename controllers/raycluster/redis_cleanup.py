@@ -14,12 +14,12 @@ from controllers import constants as C
 from controllers.common import cluster as common
 from controllers.common.objects import new_child
 from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.pod import build_head_pod
+from controllers.raycluster.pod import build_head_pod, env_exists
 from kuberay_py.client.resources import JOBS
 
-__all__ = ["build_redis_cleanup_job", "redis_cleanup_job_name"]
+__all__ = ["build_redis_cleanup_job", "cleanup_python", "redis_cleanup_job_name"]
 
-_CLEANUP_PY = (
+_CLEANUP_PY_PREFIX = (
     "from ray._private.gcs_utils import cleanup_redis_storage; "
     "from urllib.parse import urlparse; import os; import sys; "
     "redis_address = os.getenv('RAY_REDIS_ADDRESS', '').split(',')[0]; "
@@ -27,12 +27,22 @@ _CLEANUP_PY = (
     "parsed = urlparse(redis_address); "
     "sys.exit(1) if not cleanup_redis_storage("
     "host=parsed.hostname, port=parsed.port, "
-    "username=os.getenv('REDIS_USERNAME', parsed.username), "
-    "password=os.getenv('REDIS_PASSWORD', parsed.password), "
+)
+# Ray's ``cleanup_redis_storage`` rejects a password that is not a string (``None`` without one);
+# a username is passed only when the head has ``REDIS_USERNAME``, as KubeRay does.
+_CLEANUP_PY_USERNAME = "username=os.getenv('REDIS_USERNAME', parsed.username), "
+_CLEANUP_PY_SUFFIX = (
+    "password=os.getenv('REDIS_PASSWORD', parsed.password or ''), "
     "use_ssl=parsed.scheme=='rediss', "
     "storage_namespace=os.getenv('RAY_external_storage_namespace')) else None"
 )
 _DOCS = "https://docs.ray.io/en/master/cluster/kubernetes/user-guides/kuberay-gcs-ft.html"
+
+
+def cleanup_python(*, has_username: bool) -> str:
+    """The ``python -c`` program of the Job (KubeRay's, byte for byte)."""
+    username = _CLEANUP_PY_USERNAME if has_username else ""
+    return _CLEANUP_PY_PREFIX + username + _CLEANUP_PY_SUFFIX
 
 
 def redis_cleanup_job_name(cluster: dict[str, Any]) -> str:
@@ -46,7 +56,7 @@ def build_redis_cleanup_job(cluster: dict[str, Any], opts: RayClusterOptions) ->
     ray["args"] = [
         f'echo "To get more information about manually deleting the storage namespace in Redis and '
         f"removing the RayCluster's finalizer, please check {_DOCS} for more details.\" && "
-        f'python -c "{_CLEANUP_PY}"'
+        f'python -c "{cleanup_python(has_username=env_exists(ray, C.REDIS_USERNAME))}"'
     ]
     ray.pop("livenessProbe", None)
     ray.pop("readinessProbe", None)

@@ -255,6 +255,34 @@ def test_redis_cleanup_job() -> None:
     assert env["RAY_redis_db_connect_wait_milliseconds"] == "500"
 
 
+# KubeRay v1.7.0 buildRedisCleanupJob's args, byte for byte: users copy it to clean up by hand.
+_KUBERAY_CLEANUP_ARGS = (
+    'echo "To get more information about manually deleting the storage namespace in Redis and removing '
+    "the RayCluster's finalizer, please check "
+    'https://docs.ray.io/en/master/cluster/kubernetes/user-guides/kuberay-gcs-ft.html for more details." && '
+    'python -c "from ray._private.gcs_utils import cleanup_redis_storage; from urllib.parse import urlparse; '
+    "import os; import sys; redis_address = os.getenv('RAY_REDIS_ADDRESS', '').split(',')[0]; "
+    "redis_address = redis_address if '://' in redis_address else 'redis://' + redis_address; "
+    "parsed = urlparse(redis_address); sys.exit(1) if not cleanup_redis_storage(host=parsed.hostname, "
+    "port=parsed.port, {username}password=os.getenv('REDIS_PASSWORD', parsed.password or ''), "
+    "use_ssl=parsed.scheme=='rediss', storage_namespace=os.getenv('RAY_external_storage_namespace')) "
+    'else None"'
+)
+
+
+def test_redis_cleanup_command_is_kuberays() -> None:
+    c = cluster()
+    c["spec"]["gcsFaultToleranceOptions"] = {"redisAddress": "redis:6379"}
+    (ray,) = build_redis_cleanup_job(c, OPTS)["spec"]["template"]["spec"]["containers"]
+    assert ray["command"] == ["/bin/bash", "-lc", "--"]
+    assert ray["args"] == [_KUBERAY_CLEANUP_ARGS.format(username="")]
+    # username= only when the head has REDIS_USERNAME
+    c["spec"]["gcsFaultToleranceOptions"]["redisUsername"] = {"value": "default"}
+    (ray,) = build_redis_cleanup_job(c, OPTS)["spec"]["template"]["spec"]["containers"]
+    username = "username=os.getenv('REDIS_USERNAME', parsed.username), "
+    assert ray["args"] == [_KUBERAY_CLEANUP_ARGS.format(username=username)]
+
+
 def test_quantities_round_trip_canonically() -> None:
     assert format_quantity(parse_quantity("500m") + parse_quantity("1")) == "1500m"
     assert format_quantity(parse_quantity("1Gi") * 5, Format.BINARY_SI) == "5Gi"
