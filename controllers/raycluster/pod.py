@@ -203,6 +203,11 @@ def _set_gcs_ft_env(
         _append_env(container, C.RAY_EXTERNAL_STORAGE_NS, storage_ns)
     options = common.spec_of(cluster).get("gcsFaultToleranceOptions")
     if options is None:
+        # A literal ``redis-password`` in rayStartParams (the annotation path): KubeRay copies it
+        # into REDIS_PASSWORD, which is what the Redis cleanup Job authenticates with.
+        head_params = (common.spec_of(cluster).get("headGroupSpec") or {}).get("rayStartParams") or {}
+        if "redis-password" in head_params and not env_exists(container, C.REDIS_PASSWORD):
+            _append_env(container, C.REDIS_PASSWORD, str(head_params["redis-password"]))
         return
     if options.get("redisAddress") and not env_exists(container, C.RAY_REDIS_ADDRESS):
         _append_env(container, C.RAY_REDIS_ADDRESS, str(options["redisAddress"]))

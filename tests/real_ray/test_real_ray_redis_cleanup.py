@@ -114,6 +114,24 @@ async def test_without_password_rays_cleanup_deletes_the_clusters_keys(redis: Re
     assert not [c for c in redis.commands if c[0].upper() == "AUTH"]
 
 
+async def test_password_in_ray_start_params_reaches_rays_cleanup(redis: RedisStub) -> None:
+    """KubeRay e2e ``GCS_FT_with_redis_password_in_ray_start_params``: the annotation and a
+    literal ``redis-password``; the head's ``REDIS_PASSWORD`` (copied by the operator) is what the
+    Job authenticates with."""
+    redis.password = "5241590000000000"
+    seed(redis)
+    body = cluster(annotations={"ray.io/ft-enabled": "true"})
+    head = body["spec"]["headGroupSpec"]
+    head["rayStartParams"]["redis-password"] = redis.password
+    head["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "RAY_REDIS_ADDRESS", "value": f"127.0.0.1:{redis.port}"}
+    ]
+    code, out = await run_cleanup_job(body)
+    assert code == 0, out
+    assert redis.keys == {"RAYother-cluster@NODE"}
+    assert ["AUTH", redis.password] in redis.commands
+
+
 async def test_username_and_password_reach_rays_cleanup(redis: RedisStub) -> None:
     """KubeRay e2e ``Redis_Password_and_Username``: ``username=`` is passed (Ray sends
     ``AUTH user password``)."""

@@ -170,6 +170,35 @@ def test_legacy_ft_annotation_defaults_storage_namespace_to_uid() -> None:
     assert head["metadata"]["annotations"]["ray.io/external-storage-namespace"] == "uid-1"
 
 
+def test_legacy_ft_annotation_copies_a_literal_redis_password_into_the_env() -> None:
+    """KubeRay's configureRedisFT without gcsFaultToleranceOptions: REDIS_PASSWORD after
+    RAY_external_storage_namespace, unless the container has one (``$REDIS_PASSWORD`` then)."""
+    c = cluster(annotations={"ray.io/ft-enabled": "true"})
+    ray = c["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    ray["env"] = [{"name": "RAY_REDIS_ADDRESS", "value": "redis:6379"}]
+    c["spec"]["headGroupSpec"]["rayStartParams"]["redis-password"] = "5241590000000000"
+    env = build_head_pod(c, OPTS)["spec"]["containers"][0]["env"]
+    assert env[:4] == [
+        {"name": "RAY_REDIS_ADDRESS", "value": "redis:6379"},
+        {"name": "RAY_external_storage_namespace", "value": "uid-1"},
+        {"name": "REDIS_PASSWORD", "value": "5241590000000000"},
+        {
+            "name": "RAY_CLUSTER_NAME",
+            "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['ray.io/cluster']"}},
+        },
+    ]
+    ray["env"].append({"name": "REDIS_PASSWORD", "value": "from-user"})
+    c["spec"]["headGroupSpec"]["rayStartParams"]["redis-password"] = "$REDIS_PASSWORD"
+    env = build_head_pod(c, OPTS)["spec"]["containers"][0]["env"]
+    assert [e for e in env if e["name"] == "REDIS_PASSWORD"] == [
+        {"name": "REDIS_PASSWORD", "value": "from-user"}
+    ]
+    # no redis-password, no REDIS_PASSWORD (KubeRay e2e GCS_FT_without_redis_password)
+    del c["spec"]["headGroupSpec"]["rayStartParams"]["redis-password"]
+    ray["env"].pop()
+    assert "REDIS_PASSWORD" not in env_of(build_head_pod(c, OPTS)["spec"]["containers"][0])
+
+
 def test_head_service_defaults_headless_sorted_ports() -> None:
     svc = build_head_service(cluster())
     assert svc["metadata"]["name"] == "rc-head-svc"
