@@ -46,7 +46,7 @@ def cleanup_python(*, has_username: bool) -> str:
 
 
 def redis_cleanup_job_name(cluster: dict[str, Any]) -> str:
-    return common.check_name(f"{cluster['metadata']['name']}-{C.REDIS_CLEANUP_JOB_SUFFIX}")
+    return common.check_label(f"{cluster['metadata']['name']}-{C.REDIS_CLEANUP_JOB_SUFFIX}")
 
 
 def build_redis_cleanup_job(cluster: dict[str, Any], opts: RayClusterOptions) -> dict[str, Any]:

@@ -312,6 +312,19 @@ def test_redis_cleanup_command_is_kuberays() -> None:
     assert ray["args"] == [_KUBERAY_CLEANUP_ARGS.format(username=username)]
 
 
+def test_redis_cleanup_job_name_is_trimmed_as_kuberays_trim_job_name() -> None:
+    """TrimJobName = CheckLabel: the last 63 characters, a leading punctuation mark made "r"."""
+    c = cluster()
+    c["metadata"]["name"] = "raycluster-with-a-very-long-name-exceeding-k8s-limit"  # e2e Long_RayCluster_Name
+    assert build_redis_cleanup_job(c, OPTS)["metadata"]["name"] == (
+        "cluster-with-a-very-long-name-exceeding-k8s-limit-redis-cleanup"
+    )
+    c["metadata"]["name"] = "a1" + "y" * 48  # the cut leaves "1yyy...": a digit is kept
+    assert build_redis_cleanup_job(c, OPTS)["metadata"]["name"] == "1" + "y" * 48 + "-redis-cleanup"
+    c["metadata"]["name"] = "a-" + "y" * 48  # the cut leaves "-yyy...": "r" replaces "-"
+    assert build_redis_cleanup_job(c, OPTS)["metadata"]["name"] == "r" + "y" * 48 + "-redis-cleanup"
+
+
 def test_quantities_round_trip_canonically() -> None:
     assert format_quantity(parse_quantity("500m") + parse_quantity("1")) == "1500m"
     assert format_quantity(parse_quantity("1Gi") * 5, Format.BINARY_SI) == "5Gi"
