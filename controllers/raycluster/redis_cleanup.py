@@ -2,8 +2,8 @@
 
 It is a copy of the head Pod reduced to the Ray container, running Ray's own
 ``cleanup_redis_storage`` with the head's Redis address, credentials and storage namespace
-(KubeRay ``buildRedisCleanupJob``). Labelled ``ray.io/node-type=redis-cleanup`` so the
-label-scoped Pod cache still sees its Pod.
+(KubeRay ``buildRedisCleanupJob``): the head Pod's metadata, labels and annotations with
+``ray.io/node-type=redis-cleanup``, so the label-scoped Pod cache still sees its Pod.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 from controllers import constants as C
 from controllers.common import cluster as common
 from controllers.common.objects import new_child
+from controllers.raycluster.mtls import WAIT_FOR_TLS_IP_SAN
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import build_head_pod, env_exists
 from kuberay_py.client.resources import JOBS
@@ -64,31 +65,34 @@ def build_redis_cleanup_job(cluster: dict[str, Any], opts: RayClusterOptions) ->
         "limits": {"cpu": "200m", "memory": "256Mi"},
         "requests": {"cpu": "200m", "memory": "256Mi"},
     }
-    env = [
-        e
-        for e in ray.get("env") or []
-        if e.get("name") not in (C.RAY_REDIS_DB_CONNECT_RETRIES, C.RAY_REDIS_DB_CONNECT_WAIT_MILLISECONDS)
-    ]
-    env.append({"name": C.RAY_REDIS_DB_CONNECT_RETRIES, "value": "120"})
-    env.append({"name": C.RAY_REDIS_DB_CONNECT_WAIT_MILLISECONDS, "value": "500"})
-    ray["env"] = env
+    # Appended as KubeRay does: a value the user set earlier in the list is overridden (last wins).
+    ray.setdefault("env", []).append({"name": C.RAY_REDIS_DB_CONNECT_RETRIES, "value": "120"})
+    ray["env"].append({"name": C.RAY_REDIS_DB_CONNECT_WAIT_MILLISECONDS, "value": "500"})
     pod_spec = head["spec"]
     pod_spec["containers"] = [ray]
     pod_spec["restartPolicy"] = "Never"
-    pod_spec.pop("initContainers", None)
-    labels = dict(head["metadata"]["labels"])
-    labels[C.RAY_NODE_TYPE_LABEL_KEY] = C.NODE_TYPE_REDIS_CLEANUP
-    template_meta: dict[str, Any] = {"labels": labels}
-    if head["metadata"].get("annotations"):
-        template_meta["annotations"] = head["metadata"]["annotations"]
-    labels = {
-        C.RAY_CLUSTER_LABEL_KEY: cluster["metadata"]["name"],
-        C.RAY_NODE_TYPE_LABEL_KEY: C.NODE_TYPE_REDIS_CLEANUP,
-        C.KUBERNETES_CREATED_BY_LABEL_KEY: C.COMPONENT_NAME,
-    }
+    # The cleanup Pod's IP is never in the head certificate's SANs: that init container would
+    # block it until its timeout. The user's own init containers stay, as in KubeRay.
+    init = [c for c in pod_spec.get("initContainers") or [] if c.get("name") != WAIT_FOR_TLS_IP_SAN]
+    if init:
+        pod_spec["initContainers"] = init
+    else:
+        pod_spec.pop("initContainers", None)
+    # KubeRay: the Job carries the head Pod's labels and annotations, its template the head Pod's
+    # whole metadata (generateName, namespace and owner reference included).
+    template_meta = head["metadata"]
+    template_meta["labels"][C.RAY_NODE_TYPE_LABEL_KEY] = C.NODE_TYPE_REDIS_CLEANUP
     spec = {
         "backoffLimit": 0,
-        "activeDeadlineSeconds": 300,
         "template": {"metadata": template_meta, "spec": pod_spec},
+        "activeDeadlineSeconds": 300,
     }
-    return new_child(JOBS, redis_cleanup_job_name(cluster), cluster, labels=labels, spec=spec)
+    annotations = template_meta.get("annotations")
+    return new_child(
+        JOBS,
+        redis_cleanup_job_name(cluster),
+        cluster,
+        labels=dict(template_meta["labels"]),
+        annotations=dict(annotations) if annotations else None,
+        spec=spec,
+    )

@@ -284,6 +284,34 @@ def test_redis_cleanup_job() -> None:
     assert env["RAY_redis_db_connect_wait_milliseconds"] == "500"
 
 
+def test_redis_cleanup_job_metadata_is_the_head_pods_as_in_kuberay() -> None:
+    """KubeRay: Job labels/annotations = the head Pod's; template metadata = the head Pod's whole
+    ObjectMeta; only the wait-for-tls-ip-san init container dropped; the retry env appended."""
+    c = cluster(annotations={"ray.io/ft-enabled": "true"})
+    head_tpl = c["spec"]["headGroupSpec"]["template"]["spec"]
+    head_tpl["initContainers"] = [
+        {"name": "fetch-secrets", "image": "busybox"},
+        {"name": "wait-for-tls-ip-san", "image": "busybox"},  # as the mTLS head gets it
+    ]
+    head_tpl["containers"][0]["env"] = [{"name": "RAY_redis_db_connect_retries", "value": "5"}]
+    head = build_head_pod(c, OPTS)
+    job = build_redis_cleanup_job(c, OPTS)
+    cleanup_labels = {**head["metadata"]["labels"], "ray.io/node-type": "redis-cleanup"}
+    assert job["metadata"]["labels"] == cleanup_labels
+    assert job["metadata"]["annotations"] == head["metadata"]["annotations"]
+    assert job["spec"]["template"]["metadata"] == {**head["metadata"], "labels": cleanup_labels}
+    assert list(job["spec"]) == ["backoffLimit", "template", "activeDeadlineSeconds"]
+    pod_spec = job["spec"]["template"]["spec"]
+    assert pod_spec["initContainers"] == head["spec"]["initContainers"][:1]
+    assert [c["name"] for c in pod_spec["initContainers"]] == ["fetch-secrets"]
+    env = [e for e in pod_spec["containers"][0]["env"] if e["name"].startswith("RAY_redis_db")]
+    assert env == [
+        {"name": "RAY_redis_db_connect_retries", "value": "5"},
+        {"name": "RAY_redis_db_connect_retries", "value": "120"},
+        {"name": "RAY_redis_db_connect_wait_milliseconds", "value": "500"},
+    ]
+
+
 # KubeRay v1.7.0 buildRedisCleanupJob's args, byte for byte: users copy it to clean up by hand.
 _KUBERAY_CLEANUP_ARGS = (
     'echo "To get more information about manually deleting the storage namespace in Redis and removing '
