@@ -113,6 +113,8 @@ RAY_ADDRESS: Final = "RAY_ADDRESS"
 RAY_REDIS_ADDRESS: Final = "RAY_REDIS_ADDRESS"
 REDIS_PASSWORD: Final = "REDIS_PASSWORD"
 REDIS_USERNAME: Final = "REDIS_USERNAME"
+# core/v1 NamespaceTerminatingCause: a create refused because its namespace is being deleted.
+NAMESPACE_TERMINATING_CAUSE: Final = "NamespaceTerminating"
 RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE: Final = "RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE"
 RAY_EXTERNAL_STORAGE_NS: Final = "RAY_external_storage_namespace"
 RAY_GCS_RPC_SERVER_RECONNECT_TIMEOUT_S: Final = "RAY_gcs_rpc_server_reconnect_timeout_s"

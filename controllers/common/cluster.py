@@ -16,6 +16,7 @@ from controllers.common.objects import controller_ref, spec_of
 
 __all__ = [
     "SIGNIFICANT_FIELDS",
+    "check_label",
     "check_name",
     "controller_ref",
     "created_by_rayservice",
@@ -61,6 +62,15 @@ def check_name(name: str) -> str:
     if name and name[0].isdigit():
         name = "r" + name[1:]
     return name
+
+
+def check_label(value: str) -> str:
+    """KubeRay's ``CheckLabel`` (and ``TrimJobName``): the last 63 characters, not starting with
+    punctuation."""
+    value = value[-63:]
+    if value and not value[0].isalnum():
+        value = "r" + value[1:]
+    return value
 
 
 def head_service_name(cluster: dict[str, Any]) -> str:

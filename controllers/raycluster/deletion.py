@@ -4,7 +4,8 @@ With a Redis-backed GCS, a deleted cluster's keys would stay in Redis forever. T
 ``ray.io/gcs-ft-redis-cleanup-finalizer`` holds the RayCluster until its Pods are gone and a
 cleanup Job has finished; after ``ray.io/gcs-ft-deletion-timeout`` (default 300 s) the finalizer
 is removed anyway with a ``ForceDeletedStuckCluster`` Warning, so a broken Redis never wedges
-namespace deletion or quota release.
+namespace deletion or quota release. When the namespace itself is being deleted, the Job's create
+is refused for good (``NamespaceTerminating``) and the finalizer goes at once.
 """
 
 from __future__ import annotations
@@ -23,12 +24,15 @@ from controllers.raycluster.gcs_embedded import is_embedded
 from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod import external_storage_namespace
 from controllers.raycluster.redis_cleanup import build_redis_cleanup_job, redis_cleanup_job_name
-from kuberay_py.client import Client, NotFound
+from kuberay_py.client import Client, Forbidden, NotFound
 from kuberay_py.client.resources import JOBS, PODS
+from kuberay_py.log import get_logger
 
 __all__ = ["DEFAULT_FT_DELETION_TIMEOUT", "add_finalizer", "finalize", "needs_finalizer"]
 
 DEFAULT_FT_DELETION_TIMEOUT = 300.0
+
+log = get_logger(__name__)
 
 
 def needs_finalizer(cluster: dict[str, Any], options: RayClusterOptions) -> bool:
@@ -116,16 +120,30 @@ async def finalize(ctx: ClusterContext) -> None:
     try:
         job = await client.get(JOBS, job_name, ns)
     except NotFound:
-        await create_once(
-            ctx.deps.recorder,
-            cluster,
-            client.create(JOBS, build_redis_cleanup_job(cluster, options), ns),
-            failed=(
-                C.EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
-                f"Failed to create Job {ns}/{job_name}: {{error}}",
-            ),
-            done=(C.EVENT_CREATED_REDIS_CLEANUP_JOB, f"Created Redis cleanup Job {ns}/{job_name}"),
-        )
+        try:
+            await create_once(
+                ctx.deps.recorder,
+                cluster,
+                client.create(JOBS, build_redis_cleanup_job(cluster, options), ns),
+                failed=(
+                    C.EVENT_FAILED_TO_CREATE_REDIS_CLEANUP_JOB,
+                    f"Failed to create Job {ns}/{job_name}: {{error}}",
+                ),
+                done=(C.EVENT_CREATED_REDIS_CLEANUP_JOB, f"Created Redis cleanup Job {ns}/{job_name}"),
+            )
+        except Forbidden as exc:
+            if not exc.has_cause(C.NAMESPACE_TERMINATING_CAUSE):
+                raise
+            # The namespace is being deleted: no Job can be created in it again, so waiting out
+            # the deletion timeout would only hold the namespace's deletion (docs/differences.md).
+            log.warning(
+                "Removing the Redis cleanup finalizer: the namespace is being deleted, so no "
+                "cleanup Job can run; the storage namespace's keys may need manual cleanup",
+                key=ctx.ref.key,
+                redis_storage_namespace=external_storage_namespace(cluster),
+            )
+            await _remove_finalizer(client, cluster)
+            return
     else:
         if _job_finished(job):
             await _remove_finalizer(client, cluster)

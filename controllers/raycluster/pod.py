@@ -27,7 +27,7 @@ from controllers.raycluster.pod_defaults import apply_container_env_defaults, ap
 from controllers.raycluster.probes import inject_probes
 from controllers.spechash import recreate_hash
 
-__all__ = ["build_head_pod", "build_worker_pod", "pod_labels", "ray_start_params_for"]
+__all__ = ["build_head_pod", "build_worker_pod", "env_exists", "pod_labels", "ray_start_params_for"]
 
 SHARED_MEMORY_VOLUME = "shared-mem"
 SHARED_MEMORY_PATH = "/dev/shm"
@@ -104,7 +104,7 @@ def ray_start_params_for(
     return params
 
 
-def _env_exists(container: dict[str, Any], name: str) -> bool:
+def env_exists(container: dict[str, Any], name: str) -> bool:
     return any(e.get("name") == name for e in container.get("env") or [])
 
 
@@ -164,7 +164,7 @@ def _set_ray_env(
         container, C.RAY_NODE_TYPE_NAME, **_field_ref(f"metadata.labels['{C.RAY_NODE_GROUP_LABEL_KEY}']")
     )
     _append_env(container, C.KUBERAY_GEN_RAY_START_CMD, ray_start_cmd)
-    if not _env_exists(container, C.RAY_PORT):
+    if not env_exists(container, C.RAY_PORT):
         _append_env(container, C.RAY_PORT, port)
     if common.created_by_rayservice(cluster):
         for name, value in (
@@ -172,19 +172,19 @@ def _set_ray_env(
             (C.RAY_GCS_SERVER_REQUEST_TIMEOUT_SECONDS, "5"),
             (C.RAY_SERVE_KV_TIMEOUT_S, "5"),
         ):
-            if not _env_exists(container, name):
+            if not env_exists(container, name):
                 _append_env(container, name, value)
-    if not _env_exists(container, C.RAY_ADDRESS):
+    if not env_exists(container, C.RAY_ADDRESS):
         _append_env(container, C.RAY_ADDRESS, f"{ip}:{port}")
-    if not _env_exists(container, C.RAY_USAGE_STATS_KUBERAY_IN_USE):
+    if not env_exists(container, C.RAY_USAGE_STATS_KUBERAY_IN_USE):
         _append_env(container, C.RAY_USAGE_STATS_KUBERAY_IN_USE, "1")
-    if node_type == C.NODE_TYPE_HEAD and not _env_exists(container, C.RAY_USAGE_STATS_EXTRA_TAGS):
+    if node_type == C.NODE_TYPE_HEAD and not env_exists(container, C.RAY_USAGE_STATS_EXTRA_TAGS):
         _append_env(
             container,
             C.RAY_USAGE_STATS_EXTRA_TAGS,
             f"kuberay_version={C.KUBERAY_VERSION};kuberay_crd={common.creator_crd(cluster)}",
         )
-    if not _env_exists(container, C.RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE):
+    if not env_exists(container, C.RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE):
         _append_env(container, C.RAY_DASHBOARD_ENABLE_K8S_DISK_USAGE, "1")
 
 
@@ -192,23 +192,28 @@ def _set_gcs_ft_env(
     container: dict[str, Any], cluster: dict[str, Any], node_type: str, storage_ns: str
 ) -> None:
     if node_type == C.NODE_TYPE_WORKER:
-        if not _env_exists(container, C.RAY_GCS_RPC_SERVER_RECONNECT_TIMEOUT_S):
+        if not env_exists(container, C.RAY_GCS_RPC_SERVER_RECONNECT_TIMEOUT_S):
             _append_env(
                 container,
                 C.RAY_GCS_RPC_SERVER_RECONNECT_TIMEOUT_S,
                 C.DEFAULT_WORKER_RAY_GCS_RECONNECT_TIMEOUT_S,
             )
         return
-    if not _env_exists(container, C.RAY_EXTERNAL_STORAGE_NS):
+    if not env_exists(container, C.RAY_EXTERNAL_STORAGE_NS):
         _append_env(container, C.RAY_EXTERNAL_STORAGE_NS, storage_ns)
     options = common.spec_of(cluster).get("gcsFaultToleranceOptions")
     if options is None:
+        # A literal ``redis-password`` in rayStartParams (the annotation path): KubeRay copies it
+        # into REDIS_PASSWORD, which is what the Redis cleanup Job authenticates with.
+        head_params = (common.spec_of(cluster).get("headGroupSpec") or {}).get("rayStartParams") or {}
+        if "redis-password" in head_params and not env_exists(container, C.REDIS_PASSWORD):
+            _append_env(container, C.REDIS_PASSWORD, str(head_params["redis-password"]))
         return
-    if options.get("redisAddress") and not _env_exists(container, C.RAY_REDIS_ADDRESS):
+    if options.get("redisAddress") and not env_exists(container, C.RAY_REDIS_ADDRESS):
         _append_env(container, C.RAY_REDIS_ADDRESS, str(options["redisAddress"]))
     for key, env_name in (("redisPassword", C.REDIS_PASSWORD), ("redisUsername", C.REDIS_USERNAME)):
         source = options.get(key)
-        if source is None or _env_exists(container, env_name):
+        if source is None or env_exists(container, env_name):
             continue
         if source.get("valueFrom") is not None:
             container.setdefault("env", []).append(
@@ -336,9 +341,9 @@ def _finish_pod(
         ray["command"], ray["args"] = new_cmd
     fqdn = common.fqdn_ray_ip(cluster, opts.cluster_domain)
     for init in spec.get("initContainers") or []:
-        if not _env_exists(init, C.FQ_RAY_IP):
+        if not env_exists(init, C.FQ_RAY_IP):
             _append_env(init, C.FQ_RAY_IP, fqdn)
-        if not _env_exists(init, C.RAY_IP):
+        if not env_exists(init, C.RAY_IP):
             _append_env(init, C.RAY_IP, fqdn.split(".", 1)[0])
     apply_container_env_defaults(ray, opts.pod_defaults)  # before ours, only names the user lacks
     _set_ray_env(ray, cluster, node_type, ray_start_cmd, opts)

@@ -80,14 +80,6 @@ def route_name(cluster: Obj) -> str:
     return common.check_name(name)
 
 
-def _label(value: str) -> str:
-    """KubeRay's ``CheckLabel``: the last 63 characters, not starting with punctuation."""
-    value = value[-63:]
-    if value and not value[0].isalnum():
-        value = "r" + value[1:]
-    return value
-
-
 def build_route(cluster: Obj) -> Obj:
     meta = cluster["metadata"]
     port = service_ports(cluster).get(C.DASHBOARD_PORT_NAME, C.DEFAULT_DASHBOARD_PORT)
@@ -96,7 +88,7 @@ def build_route(cluster: Obj) -> Obj:
         "namespace": meta["namespace"],
         "labels": {
             C.RAY_CLUSTER_LABEL_KEY: meta["name"],
-            C.RAY_ID_LABEL_KEY: _label(f"{meta['name']}-{C.NODE_TYPE_HEAD}"),
+            C.RAY_ID_LABEL_KEY: common.check_label(f"{meta['name']}-{C.NODE_TYPE_HEAD}"),
             C.KUBERNETES_APPLICATION_NAME_LABEL_KEY: C.APPLICATION_NAME,
             C.KUBERNETES_CREATED_BY_LABEL_KEY: C.COMPONENT_NAME,
         },

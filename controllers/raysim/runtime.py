@@ -4,10 +4,11 @@ A Pod is a Ray node when it has the ``ray.io/node-type`` (head/worker) and ``ray
 and a container whose command runs ``ray start``; the node joins the fake cluster named by the
 label in the Pod's namespace. A RayJob submitter Pod (its container runs ``ray job submit`` /
 ``ray job logs``) runs :func:`controllers.raysim.submitter.run_submitter` against the head it
-names, and exits with that code (``wait_exit``). Other Pods run nothing (their probes fail, as
-they would with no process listening). Stopping a Pod stops its node: listeners close, its
-replicas are lost, and a stopped head takes the cluster's Serve state with it (Ray without GCS
-fault tolerance).
+names, and exits with that code (``wait_exit``); a Redis cleanup Job's Pod runs its program
+against the fake Redis of :mod:`controllers.raysim.redis` and exits with its code. Other Pods
+run nothing (their probes fail, as they would with no process listening). Stopping a Pod stops
+its node: listeners close, its replicas are lost, and a stopped head takes the cluster's Serve
+state with it (Ray without GCS fault tolerance).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Any
 
 from controllers.raysim.apps import AppRegistry, default_registry
 from controllers.raysim.cluster import NodeFaults, RayClusterSim
-from controllers.raysim.node import node_spec_for_pod, token_secret_ref
+from controllers.raysim.node import node_spec_for_pod, parse_ray_start, token_secret_ref
+from controllers.raysim.redis import RedisRegistry, cleanup_exit_code, gcs_uses_redis, is_redis_cleanup_pod
 from controllers.raysim.serve_state import Timings
 from controllers.raysim.submitter import SIDECAR, is_submitter_pod, run_submitter, sidecar_submitter
 from kuberay_py.clock import Clock, RealClock
@@ -53,6 +55,8 @@ class RayPodRuntime:
         self.submitter_output: dict[tuple[str, str], list[str]] = {}  # (namespace, pod) -> stdout
         # Each new cluster's job table drops this many log streams first (JobTable.log_stream_drops).
         self.log_stream_drops = 0
+        # GCS fault tolerance's Redis servers: tests deploy them, heads write, cleanup Pods delete.
+        self.redis = RedisRegistry()
 
     async def resolve(self, namespace: str, host: str) -> str | None:
         """A dashboard host (IP, or ``<svc>.<ns>.svc...``) → the IP of the head serving it.
@@ -102,7 +106,41 @@ class RayPodRuntime:
             )
         )
 
+    async def _container_env(self, pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
+        """The container's env as the kubelet resolves it (plain values and Secret keys)."""
+        env: dict[str, str] = {}
+        namespace = (pod.get("metadata") or {}).get("namespace", "")
+        for e in container.get("env") or []:
+            ref = (e.get("valueFrom") or {}).get("secretKeyRef")
+            if "value" in e:
+                env[e["name"]] = str(e["value"])
+            elif ref and self.secret_value is not None:
+                value = await self.secret_value(namespace, ref.get("name", ""), ref.get("key", ""))
+                if value is not None:
+                    env[e["name"]] = value
+            elif not e.get("valueFrom"):
+                env[e["name"]] = ""
+        return env
+
+    async def _run_redis_cleanup(self, pod: dict[str, Any]) -> int:
+        containers = (pod.get("spec") or {}).get("containers") or [{}]
+        return cleanup_exit_code(pod, await self._container_env(pod, containers[0]), self.redis)
+
+    async def _gcs_started(self, pod: dict[str, Any]) -> None:
+        if not gcs_uses_redis(pod):
+            return  # no env to resolve (each Secret read is a kubelet's read)
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            line = " ".join(str(x) for x in (container.get("command") or []) + (container.get("args") or []))
+            parsed = parse_ray_start(line)
+            if parsed is not None:
+                self.redis.gcs_started(pod, await self._container_env(pod, container), parsed[1])
+                return
+
     async def start(self, pod: dict[str, Any], ip: str) -> None:
+        if is_redis_cleanup_pod(pod):
+            uid = (pod.get("metadata") or {}).get("uid", "")
+            self._submitters[uid] = asyncio.get_running_loop().create_task(self._run_redis_cleanup(pod))
+            return
         token = await self._token(pod)
         spec = node_spec_for_pod(pod, token)
         if spec is None:
@@ -120,6 +158,8 @@ class RayPodRuntime:
             self.history.append(cluster)
         node_id = await cluster.add_node(spec, ip)
         self._pods[spec.pod_uid] = (key, node_id)
+        if spec.is_head:
+            await self._gcs_started(pod)
         if spec.is_head and sidecar_submitter(pod):
             self._start_submitter(pod, ip, SIDECAR, token)
 

@@ -49,6 +49,17 @@ class ApiError(Exception):
         details = (self.body or {}).get("details")
         return details if isinstance(details, dict) else {}
 
+    @property
+    def causes(self) -> list[dict[str, Any]]:
+        """The Status ``details.causes``: ``{"reason", "message", "field"}`` each."""
+        causes = self.details.get("causes")
+        return [c for c in causes if isinstance(c, dict)] if isinstance(causes, list) else []
+
+    def has_cause(self, reason: str) -> bool:
+        """apimachinery's ``HasStatusCause``: e.g. ``NamespaceTerminating`` on a 403 from
+        NamespaceLifecycle admission, which no retry in that namespace can get past."""
+        return any(c.get("reason") == reason for c in self.causes)
+
 
 class BadRequest(ApiError):
     """400: the request itself is malformed (e.g. a bad selector or an unparsable patch)."""
@@ -84,11 +95,6 @@ class Gone(ApiError):
 
 class Invalid(ApiError):
     """422: validation failed. ``causes`` lists ``{"field", "reason", "message"}`` per problem."""
-
-    @property
-    def causes(self) -> list[dict[str, Any]]:
-        causes = self.details.get("causes")
-        return [c for c in causes if isinstance(c, dict)] if isinstance(causes, list) else []
 
 
 class TooManyRequests(ApiError):

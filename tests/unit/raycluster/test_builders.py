@@ -170,6 +170,35 @@ def test_legacy_ft_annotation_defaults_storage_namespace_to_uid() -> None:
     assert head["metadata"]["annotations"]["ray.io/external-storage-namespace"] == "uid-1"
 
 
+def test_legacy_ft_annotation_copies_a_literal_redis_password_into_the_env() -> None:
+    """KubeRay's configureRedisFT without gcsFaultToleranceOptions: REDIS_PASSWORD after
+    RAY_external_storage_namespace, unless the container has one (``$REDIS_PASSWORD`` then)."""
+    c = cluster(annotations={"ray.io/ft-enabled": "true"})
+    ray = c["spec"]["headGroupSpec"]["template"]["spec"]["containers"][0]
+    ray["env"] = [{"name": "RAY_REDIS_ADDRESS", "value": "redis:6379"}]
+    c["spec"]["headGroupSpec"]["rayStartParams"]["redis-password"] = "5241590000000000"
+    env = build_head_pod(c, OPTS)["spec"]["containers"][0]["env"]
+    assert env[:4] == [
+        {"name": "RAY_REDIS_ADDRESS", "value": "redis:6379"},
+        {"name": "RAY_external_storage_namespace", "value": "uid-1"},
+        {"name": "REDIS_PASSWORD", "value": "5241590000000000"},
+        {
+            "name": "RAY_CLUSTER_NAME",
+            "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['ray.io/cluster']"}},
+        },
+    ]
+    ray["env"].append({"name": "REDIS_PASSWORD", "value": "from-user"})
+    c["spec"]["headGroupSpec"]["rayStartParams"]["redis-password"] = "$REDIS_PASSWORD"
+    env = build_head_pod(c, OPTS)["spec"]["containers"][0]["env"]
+    assert [e for e in env if e["name"] == "REDIS_PASSWORD"] == [
+        {"name": "REDIS_PASSWORD", "value": "from-user"}
+    ]
+    # no redis-password, no REDIS_PASSWORD (KubeRay e2e GCS_FT_without_redis_password)
+    del c["spec"]["headGroupSpec"]["rayStartParams"]["redis-password"]
+    ray["env"].pop()
+    assert "REDIS_PASSWORD" not in env_of(build_head_pod(c, OPTS)["spec"]["containers"][0])
+
+
 def test_head_service_defaults_headless_sorted_ports() -> None:
     svc = build_head_service(cluster())
     assert svc["metadata"]["name"] == "rc-head-svc"
@@ -253,6 +282,75 @@ def test_redis_cleanup_job() -> None:
     env = env_of(ray)
     assert env["RAY_redis_db_connect_retries"] == "120"
     assert env["RAY_redis_db_connect_wait_milliseconds"] == "500"
+
+
+def test_redis_cleanup_job_metadata_is_the_head_pods_as_in_kuberay() -> None:
+    """KubeRay: Job labels/annotations = the head Pod's; template metadata = the head Pod's whole
+    ObjectMeta; only the wait-for-tls-ip-san init container dropped; the retry env appended."""
+    c = cluster(annotations={"ray.io/ft-enabled": "true"})
+    head_tpl = c["spec"]["headGroupSpec"]["template"]["spec"]
+    head_tpl["initContainers"] = [
+        {"name": "fetch-secrets", "image": "busybox"},
+        {"name": "wait-for-tls-ip-san", "image": "busybox"},  # as the mTLS head gets it
+    ]
+    head_tpl["containers"][0]["env"] = [{"name": "RAY_redis_db_connect_retries", "value": "5"}]
+    head = build_head_pod(c, OPTS)
+    job = build_redis_cleanup_job(c, OPTS)
+    cleanup_labels = {**head["metadata"]["labels"], "ray.io/node-type": "redis-cleanup"}
+    assert job["metadata"]["labels"] == cleanup_labels
+    assert job["metadata"]["annotations"] == head["metadata"]["annotations"]
+    assert job["spec"]["template"]["metadata"] == {**head["metadata"], "labels": cleanup_labels}
+    assert list(job["spec"]) == ["backoffLimit", "template", "activeDeadlineSeconds"]
+    pod_spec = job["spec"]["template"]["spec"]
+    assert pod_spec["initContainers"] == head["spec"]["initContainers"][:1]
+    assert [c["name"] for c in pod_spec["initContainers"]] == ["fetch-secrets"]
+    env = [e for e in pod_spec["containers"][0]["env"] if e["name"].startswith("RAY_redis_db")]
+    assert env == [
+        {"name": "RAY_redis_db_connect_retries", "value": "5"},
+        {"name": "RAY_redis_db_connect_retries", "value": "120"},
+        {"name": "RAY_redis_db_connect_wait_milliseconds", "value": "500"},
+    ]
+
+
+# KubeRay v1.7.0 buildRedisCleanupJob's args, byte for byte: users copy it to clean up by hand.
+_KUBERAY_CLEANUP_ARGS = (
+    'echo "To get more information about manually deleting the storage namespace in Redis and removing '
+    "the RayCluster's finalizer, please check "
+    'https://docs.ray.io/en/master/cluster/kubernetes/user-guides/kuberay-gcs-ft.html for more details." && '
+    'python -c "from ray._private.gcs_utils import cleanup_redis_storage; from urllib.parse import urlparse; '
+    "import os; import sys; redis_address = os.getenv('RAY_REDIS_ADDRESS', '').split(',')[0]; "
+    "redis_address = redis_address if '://' in redis_address else 'redis://' + redis_address; "
+    "parsed = urlparse(redis_address); sys.exit(1) if not cleanup_redis_storage(host=parsed.hostname, "
+    "port=parsed.port, {username}password=os.getenv('REDIS_PASSWORD', parsed.password or ''), "
+    "use_ssl=parsed.scheme=='rediss', storage_namespace=os.getenv('RAY_external_storage_namespace')) "
+    'else None"'
+)
+
+
+def test_redis_cleanup_command_is_kuberays() -> None:
+    c = cluster()
+    c["spec"]["gcsFaultToleranceOptions"] = {"redisAddress": "redis:6379"}
+    (ray,) = build_redis_cleanup_job(c, OPTS)["spec"]["template"]["spec"]["containers"]
+    assert ray["command"] == ["/bin/bash", "-lc", "--"]
+    assert ray["args"] == [_KUBERAY_CLEANUP_ARGS.format(username="")]
+    # username= only when the head has REDIS_USERNAME
+    c["spec"]["gcsFaultToleranceOptions"]["redisUsername"] = {"value": "default"}
+    (ray,) = build_redis_cleanup_job(c, OPTS)["spec"]["template"]["spec"]["containers"]
+    username = "username=os.getenv('REDIS_USERNAME', parsed.username), "
+    assert ray["args"] == [_KUBERAY_CLEANUP_ARGS.format(username=username)]
+
+
+def test_redis_cleanup_job_name_is_trimmed_as_kuberays_trim_job_name() -> None:
+    """TrimJobName = CheckLabel: the last 63 characters, a leading punctuation mark made "r"."""
+    c = cluster()
+    c["metadata"]["name"] = "raycluster-with-a-very-long-name-exceeding-k8s-limit"  # e2e Long_RayCluster_Name
+    assert build_redis_cleanup_job(c, OPTS)["metadata"]["name"] == (
+        "cluster-with-a-very-long-name-exceeding-k8s-limit-redis-cleanup"
+    )
+    c["metadata"]["name"] = "a1" + "y" * 48  # the cut leaves "1yyy...": a digit is kept
+    assert build_redis_cleanup_job(c, OPTS)["metadata"]["name"] == "1" + "y" * 48 + "-redis-cleanup"
+    c["metadata"]["name"] = "a-" + "y" * 48  # the cut leaves "-yyy...": "r" replaces "-"
+    assert build_redis_cleanup_job(c, OPTS)["metadata"]["name"] == "r" + "y" * 48 + "-redis-cleanup"
 
 
 def test_quantities_round_trip_canonically() -> None:
