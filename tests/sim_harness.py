@@ -26,8 +26,17 @@ POD_PORT = 8080
 
 @contextlib.asynccontextmanager
 async def running_simulator(env: Environment, **options: Any) -> AsyncIterator[Simulator]:
-    """A :class:`Simulator` of ``env`` (built with ``options``) running and synced for the block."""
+    """A :class:`Simulator` of ``env`` (built with ``options``) running and synced for the block.
+
+    Without a ``network`` option the block is claimed through ``env``, which insists on a routed
+    pod network when ``env`` is a real kube-apiserver: a Simulator left to claim its own would fall
+    back to loopback addresses there, which kube-apiserver refuses in every EndpointSlice, so no
+    endpoint would ever be published.
+    """
     client = env.new_client()
+    claimed = env.claim_pod_network() if "network" not in options else None
+    if claimed is not None:
+        options["network"] = claimed
     simulator = Simulator(client, **options)
     task = asyncio.create_task(simulator.run())
     try:
@@ -40,6 +49,8 @@ async def running_simulator(env: Environment, **options: Any) -> AsyncIterator[S
         with contextlib.suppress(asyncio.CancelledError):
             await task
         await client.close()
+        if claimed is not None:
+            claimed.release()  # after the simulator stopped: nothing is bound to it any more
 
 
 class PodServers:

@@ -21,7 +21,7 @@ from typing import Any
 import aiohttp
 
 from kuberay_py.client import Client, resources
-from kuberay_py.clock import FakeClock
+from kuberay_py.clock import FakeClock, parse_rfc3339
 from kuberay_py.controller import Request, Result
 from kuberay_py.envtest import Environment
 from kuberay_py.manager import Manager, ManagerOptions
@@ -137,7 +137,13 @@ async def test_only_the_leader_runs_controllers_and_a_crash_hands_over_after_the
                 await run_a
             lease = await k8s.get(resources.LEASES, "le-crash", namespace)
             assert lease["spec"]["holderIdentity"] == "a"
-            observed = b.elector.observed_time  # when b last saw the record change
+            # a's last renewal may have raced b's last read (on a real kube-apiserver either can
+            # land first), so b may not have seen it yet. a is gone now: b's next read sees the
+            # final record, and the lease runs from that observation, as in client-go.
+            await next_attempt(b, clock)
+            assert not b.elected.is_set()
+            assert b.elector.observed_record.renew_time == parse_rfc3339(lease["spec"]["renewTime"])
+            observed = b.elector.observed_time  # when b saw the final record
 
             while not b.elected.is_set():
                 await next_attempt(b, clock)

@@ -92,10 +92,9 @@ async def env() -> AsyncIterator[Environment]:
 async def world(env: Environment) -> AsyncIterator[tuple[Simulator, RayPodRuntime, FakeClock, Client, str]]:
     clock = FakeClock()
     runtime = RayPodRuntime(clock=clock, timings=Timings(build_s=2, replica_start_s=1, drain_s=30))
-    network = env.claim_pod_network()
     client = env.new_client()
     try:
-        async with running_simulator(env, pod_runtime=runtime, clock=clock, network=network) as simulator:
+        async with running_simulator(env, pod_runtime=runtime, clock=clock) as simulator:
             ns = await env.create_namespace()
             try:
                 yield simulator, runtime, clock, client, ns
@@ -103,7 +102,6 @@ async def world(env: Environment) -> AsyncIterator[tuple[Simulator, RayPodRuntim
                 await env.delete_namespace(ns)
     finally:
         await runtime.close()
-        network.release()
         await client.close()
 
 

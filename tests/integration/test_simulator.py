@@ -62,13 +62,11 @@ async def env() -> AsyncIterator[Environment]:
 async def sim(env: Environment) -> AsyncIterator[tuple[Simulator, WebRuntime, FakeClock, Client]]:
     clock = FakeClock()
     runtime = WebRuntime()
-    network = env.claim_pod_network()
     client = env.new_client()
     try:
-        async with running_simulator(env, pod_runtime=runtime, clock=clock, network=network) as simulator:
+        async with running_simulator(env, pod_runtime=runtime, clock=clock) as simulator:
             yield simulator, runtime, clock, client
     finally:
-        network.release()
         await client.close()
 
 

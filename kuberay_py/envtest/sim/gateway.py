@@ -131,6 +131,7 @@ class GatewayController:
         await self._program_listeners(gateways)
         routes = self.cache.list(resources.HTTPROUTES)
         attached: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (gateway uid, listener) -> routes
+        route_statuses: list[tuple[dict[str, Any], dict[str, Any]]] = []
         for route in routes:
             parents = self._route_parents(route, gateways, attached)
             if parents is not None:
@@ -139,11 +140,17 @@ class GatewayController:
                     p for p in status.get("parents") or [] if p.get("controllerName") != CONTROLLER_NAME
                 ]
                 status["parents"] = others + parents
-                await self._write_status(resources.HTTPROUTES, route, status)
+                route_statuses.append((route, status))
+        # The data plane first, the statuses after: a route whose status shows its generation must
+        # already be routed that way (a client that waits for the status then sends traffic).
         for gw in gateways:
             programmed = self._gateways[gw["metadata"]["uid"]]
             for name, server in programmed.servers.items():
                 server.table = RouteTable.build(attached.get((gw["metadata"]["uid"], name), []), server.table)
+        for route, status in route_statuses:
+            await self._write_status(resources.HTTPROUTES, route, status)
+        for gw in gateways:
+            programmed = self._gateways[gw["metadata"]["uid"]]
             await self._write_status(resources.GATEWAYS, gw, self._gateway_status(gw, programmed, attached))
 
     async def _program_listeners(self, gateways: list[dict[str, Any]]) -> None:

@@ -293,7 +293,7 @@ class PodWorker:
         next_at = self.started_mono.get(cs.name, clock.now()) + timing.initial_delay * self.k.scale
         while True:
             await clock.sleep(max(0.0, next_at - clock.now()))
-            outcome = await run_probe(probe, container, self.ip, self.k.session())
+            outcome = await run_probe(probe, container, self.ip, self.k.session(), clock)
             changed = state.observe(outcome.success)
             if not outcome.success:
                 log.debug(

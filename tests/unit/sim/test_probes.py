@@ -1,12 +1,14 @@
 """Probes against real listeners on a loopback address."""
 
+import asyncio
 from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
 from aiohttp import web
 
-from kuberay_py.envtest.sim.probes import run_probe
+from kuberay_py.clock import FakeClock, settle
+from kuberay_py.envtest.sim.probes import deadline, run_probe
 
 IP = "127.1.200.1"
 
@@ -67,3 +69,17 @@ async def test_tcp_socket_and_refused_ports(server: dict[str, str], session: aio
 async def test_uninterpretable_exec_fails_with_reason(session: aiohttp.ClientSession) -> None:
     outcome = await run_probe({"exec": {"command": ["cat", "/tmp/healthy"]}}, CONTAINER, IP, session)
     assert not outcome.success and "not interpretable" in outcome.message
+
+
+async def test_a_probe_deadline_needs_its_time_on_the_clock_and_in_real_time() -> None:
+    """On a FakeClock a slow answer alone never times a probe out (its next period would never
+    come); once the test moves virtual time past the bound as well, it does."""
+    clock = FakeClock()
+    async with deadline(clock, 0.01):
+        await asyncio.sleep(0.05)  # five times the bound in real time, none on the clock
+    with pytest.raises(TimeoutError):
+        async with deadline(clock, 0.01):
+            await settle()  # the deadline's timer arms its sleep on the clock
+            await clock.advance(1)
+            await asyncio.sleep(0.05)
+    assert clock.sleepers == 0  # no timer left armed
