@@ -213,6 +213,7 @@ class AuditRequestLog:
         self._ping = ping
         self._follower: _Follower | None = None
         self._pending: deque[bytes] = deque()  # read, not yet looked at (after the last marker)
+        self._markers: dict[str, str] = {}  # markers read by a concurrent read -> their timestamp
         self._window = AuditWindow()
         self._records: list[RequestRecord] = []
         self.max_records = max_records
@@ -261,13 +262,15 @@ class AuditRequestLog:
         events: list[dict[str, Any]] = []
         while True:
             self._pending.extend(self._follower.read_lines())
-            while self._pending:
+            while marker not in self._markers and self._pending:
                 event = orjson.loads(self._pending.popleft())
                 seen = marker_of(event)
                 if seen is None:
                     events.append(event)
-                elif seen == marker:
-                    return str(event.get("requestReceivedTimestamp") or ""), events
+                else:  # ours, or a concurrent read's: that one finds it here
+                    self._markers[seen] = str(event.get("requestReceivedTimestamp") or "")
+            if marker in self._markers:
+                return self._markers.pop(marker), events
             if loop.time() > deadline:
                 raise TimeoutError(f"the audit event of marker {marker} did not appear in {self.path}")
             await asyncio.sleep(0.02)

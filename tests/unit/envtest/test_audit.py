@@ -3,6 +3,7 @@ hand in kube-apiserver's format: one record per request, ``clear()``, rotation."
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,7 @@ class FakeAudit:
         self.path = path
         self.clock = 0
         self.auditing = True
+        self.response_delays: list[float] = []  # per ping: the marker is logged, then the answer waits
         path.write_bytes(b"")
 
     def now(self) -> str:
@@ -145,6 +147,8 @@ class FakeAudit:
         if not self.auditing:
             return
         self.write(event("get", f"/version?{MARKER_PARAM}={marker}", audit_id=marker, at=self.now()))
+        if self.response_delays:
+            await asyncio.sleep(self.response_delays.pop(0))
 
 
 async def test_records_clear_and_rotation(tmp_path: Path) -> None:
@@ -161,6 +165,21 @@ async def test_records_clear_and_rotation(tmp_path: Path) -> None:
         fake.path.write_bytes(b"")
         fake.request("c")
         assert [r.name for r in await log.records()] == ["b", "c"]
+    finally:
+        log.close()
+
+
+async def test_concurrent_reads_each_find_their_marker(tmp_path: Path) -> None:
+    fake = FakeAudit(tmp_path / "audit.log")
+    log = AuditRequestLog(str(fake.path), fake.ping)
+    await log.start()
+    try:
+        fake.request("a")
+        # The first read's marker is logged first but answered last: the second read passes over
+        # it on its way to its own, and must leave it for the first.
+        fake.response_delays = [0.2, 0.01]
+        first, second = await asyncio.gather(log.records(), log.records())
+        assert [r.name for r in first] == [r.name for r in second] == ["a"]
     finally:
         log.close()
 
