@@ -6,7 +6,10 @@ Flags follow ``sigs.k8s.io/controller-runtime/pkg/internal/testing/controlplane`
 ``--allow-privileged=true``, ``--disable-admission-plugins=ServiceAccount``, ``--authorization-mode=RBAC``,
 a generated service-account key pair and serving certificate in ``--cert-dir``, and client-certificate
 authentication (``--client-ca-file``) for an admin user in ``system:masters``. Certificates are made
-with the ``openssl`` command, since the ``cryptography`` package is not a dependency.
+with the ``openssl`` command, since the ``cryptography`` package is not a dependency. One default
+is ours: kube-apiserver audits every request to ``audit/audit.log`` in the control plane's temp dir
+(:mod:`.audit`), the real-mode request log; being a default, it is the same for every control plane
+and leaves the reuse pool's keys (the pass-through flags) as they were.
 
 The binaries must never outlive the process that started them, however it ends: a clean exit
 and an exception during start go through :meth:`ControlPlane.stop`; for SIGTERM, SIGKILL or a
@@ -36,6 +39,7 @@ from pathlib import Path
 import aiohttp
 import structlog
 
+from .audit import audit_args
 from .certs import RSA_KEY, openssl, self_signed_ca, serving_san, sign
 
 __all__ = [
@@ -106,8 +110,17 @@ def etcd_args(data_dir: str, client_url: str, *, no_fsync: bool, extra: Sequence
 
 
 def apiserver_args(
-    *, etcd_url: str, cert_dir: str, host: str, port: int, client_ca: str, extra: Sequence[str] = ()
+    *,
+    etcd_url: str,
+    cert_dir: str,
+    host: str,
+    port: int,
+    client_ca: str,
+    audit: Sequence[str] = (),
+    extra: Sequence[str] = (),
 ) -> list[str]:
+    """controller-runtime's defaults, then ``audit`` (:func:`~.audit.audit_args`: the request log
+    of real mode, a default so that it is on for every control plane), then ``extra``."""
     args = [
         f"--advertise-address={host}",
         f"--bind-address={host}",
@@ -124,6 +137,7 @@ def apiserver_args(
         f"--service-account-issuer=https://{host}:{port}/",
         f"--service-account-key-file={cert_dir}/sa-signer.pub",
         f"--service-account-signing-key-file={cert_dir}/sa-signer.key",
+        *audit,
     ]
     return _merge(args, extra)
 
@@ -214,6 +228,7 @@ class ControlPlane:
     url: str = ""
     etcd_url: str = ""
     certs: Certs | None = None
+    audit_log_path: str = ""  # "" when ``apiserver_extra`` moved the audit log elsewhere
     _dir: str = ""
     _procs: list[asyncio.subprocess.Process] = field(default_factory=list)
 
@@ -237,17 +252,19 @@ class ControlPlane:
         )
         await self._wait_http(f"{etcd_url}/health", None)
         port = free_port(self.host)
-        await self._spawn(
-            self.assets.kube_apiserver,
-            apiserver_args(
-                etcd_url=etcd_url,
-                cert_dir=cert_dir,
-                host=self.host,
-                port=port,
-                client_ca=self.certs.ca_cert,
-                extra=self.apiserver_extra,
-            ),
+        audit = await asyncio.to_thread(audit_args, os.path.join(self._dir, "audit"))
+        args = apiserver_args(
+            etcd_url=etcd_url,
+            cert_dir=cert_dir,
+            host=self.host,
+            port=port,
+            client_ca=self.certs.ca_cert,
+            audit=audit,
+            extra=self.apiserver_extra,
         )
+        await self._spawn(self.assets.kube_apiserver, args)
+        ours = next(a for a in audit if a.startswith("--audit-log-path="))
+        self.audit_log_path = ours.split("=", 1)[1] if ours in args else ""
         self.url = f"https://{self.host}:{port}"
         await self._wait_http(f"{self.url}/readyz", self.client_ssl())
 

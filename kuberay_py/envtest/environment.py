@@ -34,9 +34,11 @@ from kubernetes_asyncio import config as k8s_config
 from kubernetes_asyncio.client import ApiClient, Configuration
 
 from .apiserver import BuiltinAPIServer
+from .audit import MARKER_PARAM, AuditRequestLog
 from .controlplane import Assets, ControlPlane, find_assets, make_certs
 from .crdfiles import read_crds
 from .kubeconfig import kubeconfig_dict, write_kubeconfig
+from .requestlog import BuiltinRequestLog, ServerRequestLog
 from .rest import RestError, create_or_replace, request_json
 from .reuse import acquire_control_plane, release_control_plane
 from .serviceaccount import request_token, write_service_account_kubeconfig
@@ -110,11 +112,25 @@ class Environment:
         self._sim_task: asyncio.Task[None] | None = None
         self._sim_client: Client | None = None
         self.simulator: Any = None
+        self._audit: AuditRequestLog | None = None
 
     @property
     def real(self) -> bool:
         """True when talking to a real kube-apiserver (binaries or an existing cluster)."""
         return self.server is None
+
+    @property
+    def request_log(self) -> ServerRequestLog:
+        """The requests this Environment's API server received since it started (or the last
+        ``clear()``): the built-in server's own log, or kube-apiserver's audit log in real mode."""
+        if self.server is not None:
+            return BuiltinRequestLog(self.server.request_log)
+        if self._audit is None:
+            raise RuntimeError(
+                "no request log: the Environment is not started, uses an existing cluster, or "
+                "apiserver_args moved kube-apiserver's audit log"
+            )
+        return self._audit
 
     @property
     def client_config(self) -> ClientConfig:
@@ -139,6 +155,7 @@ class Environment:
             crds = self._crd_docs(self.crd_paths)
             await self._start_apiserver([d["metadata"]["name"] for d in crds])
             await self._load_clients()
+            await self._start_audit()
             if crds:
                 await self.install_crds(crds)
             if self.webhook_install_options is not None:
@@ -213,6 +230,20 @@ class Environment:
         )
         log.info("envtest.builtin_apiserver", url=self.url)
 
+    async def _start_audit(self) -> None:
+        """Real mode: the request log starts now, so requests of an earlier user of a reused
+        control plane are not in it."""
+        if self.control_plane is None or not self.control_plane.audit_log_path:
+            return
+        api = self._api
+        assert api is not None
+
+        async def ping(marker: str) -> None:
+            await request_json(api, "GET", "/version", query={MARKER_PARAM: marker})
+
+        self._audit = AuditRequestLog(self.control_plane.audit_log_path, ping)
+        await self._audit.start()
+
     async def _load_clients(self) -> None:
         from kuberay_py.client import load_config
 
@@ -283,6 +314,9 @@ class Environment:
         if self._api is not None:
             await self._api.close()
             self._api = None
+        if self._audit is not None:
+            self._audit.close()
+            self._audit = None
         if self.server is not None:
             await self.server.stop()
         if self.control_plane is not None:

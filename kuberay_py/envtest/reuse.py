@@ -38,7 +38,14 @@ import structlog
 
 from .controlplane import Assets, ControlPlane
 
-__all__ = ["ControlPlanePool", "EtcdSnapshot", "acquire_control_plane", "release_control_plane", "use_pool"]
+__all__ = [
+    "ControlPlanePool",
+    "EtcdSnapshot",
+    "acquire_control_plane",
+    "current_pool",
+    "release_control_plane",
+    "use_pool",
+]
 
 log = structlog.get_logger("kuberay_py.envtest.reuse")
 
@@ -290,6 +297,11 @@ def use_pool(pool: ControlPlanePool | None) -> None:
     Environment starts and stops its own, the default outside the test plug-in)."""
     global _pool
     _pool = pool
+
+
+def current_pool() -> ControlPlanePool | None:
+    """The pool :func:`use_pool` set (so a test can swap in its own and put this one back)."""
+    return _pool
 
 
 async def acquire_control_plane(

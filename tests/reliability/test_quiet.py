@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
-
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.raycluster.setup import CONTROLLER_NAME as RAYCLUSTER_CONTROLLER
 from kuberay_py.client.resources import PODS
@@ -20,7 +18,6 @@ from kuberay_py.client.resources import PODS
 from .conftest import InProcessOperator, Rig, Traffic, eventually, head_checks, reconciles
 
 WRITES = ("create", "update", "patch", "delete", "deletecollection")
-pytestmark = pytest.mark.builtin_only
 
 
 async def _cluster_settled(rig: Rig, name: str, workers: int) -> dict[str, Any] | None:
@@ -71,14 +68,15 @@ async def test_converged_rayservice_makes_zero_writes(rig: Rig) -> None:
         await _converged(rig)
 
         before = await rig.rs()
-        log = rig.server.request_log
-        log.clear()
+        log = rig.env.request_log
+        await log.clear()
         since = Progress.now()
         for res in (RAYSERVICES, RAYCLUSTERS, PODS):
             operator.manager.cache.informer_for(res).resync()
         await eventually(since.a_round_passed, "a resync round and 10 head-proxy checks")
-        writes = [r for r in log.records if r.verb in WRITES]
-        reads = [r for r in log.records if r.verb in ("get", "list")]
+        records = await log.records()
+        writes = [r for r in records if r.verb in WRITES]
+        reads = [r for r in records if r.verb in ("get", "list")]
 
     assert writes == [], writes
     # reads served from the informer caches: the steady operator does not poll the API either
@@ -99,15 +97,15 @@ async def test_restarting_the_operator_on_a_converged_system_changes_nothing(rig
         await _converged(rig)
         await first.stop()
     before = await rig.rs()
-    log = rig.server.request_log
-    log.clear()
+    log = rig.env.request_log
+    await log.clear()
     since = Progress.now()
     async with (
         Traffic(rig, "rs-serve-svc", max_seconds=40, max_requests=4000) as traffic,
         InProcessOperator(rig),
     ):
         await eventually(since.a_round_passed, "the new operator's first reconciles and 10 head-proxy checks")
-        writes = [r for r in log.records if r.verb in WRITES]
+        writes = [r for r in await log.records() if r.verb in WRITES]
         await traffic.flows(50, "traffic after the restart")
 
     assert [(r.method, r.resource) for r in writes] == [("POST", "events.events.k8s.io")], writes

@@ -19,13 +19,11 @@ from tests.rayjob_harness import rayjob
 
 from .conftest import OperatorFactory, Rig, eventually
 
-pytestmark = pytest.mark.builtin_only
 
-
-def _creates(rig: Rig, resource: str) -> int:
+async def _creates(rig: Rig, resource: str) -> int:
     return sum(
         1
-        for r in rig.server.request_log.records
+        for r in await rig.env.request_log.records()
         if r.verb == "create" and r.resource == resource and r.namespace == rig.namespace and r.status < 300
     )
 
@@ -36,7 +34,7 @@ async def test_sigkill_at_random_moments_never_submits_twice_nor_leaks_a_cluster
 ) -> None:
     rng = random.Random(seed)
     ns = rig.namespace
-    rig.server.request_log.clear()
+    await rig.env.request_log.clear()
     doc = rayjob("victim", "sleep 8", submissionMode=mode, shutdownAfterJobFinishes=True)
     await rig.client.create(RAYJOBS, doc, ns)
     kills: list[tuple[str, float, str]] = []
@@ -69,7 +67,9 @@ async def test_sigkill_at_random_moments_never_submits_twice_nor_leaks_a_cluster
     assert status["jobStatus"] == "SUCCEEDED" and status["succeeded"] == 1, (kills, status)
     submissions = sum(c.jobs.submissions for c in rig.runtime.history if c.namespace == ns)
     assert submissions == 1, f"kills {kills}: the Ray job was submitted {submissions} times"
-    assert _creates(rig, "rayclusters.ray.io") == 1, f"kills {kills}: more than one RayCluster was created"
+    assert await _creates(rig, "rayclusters.ray.io") == 1, (
+        f"kills {kills}: more than one RayCluster was created"
+    )
 
     async def no_cluster() -> bool | None:
         return True if not (await rig.client.list(RAYCLUSTERS, ns))["items"] else None

@@ -21,7 +21,9 @@ from tests.rayservice_harness import new_ray_version, sample
 from .conftest import OperatorFactory, Rig, Traffic, eventually, rayservice
 
 WORKERS = 8
-pytestmark = pytest.mark.builtin_only
+# A real kube-apiserver cannot be slowed down on cue: the tests that kill the operator while its
+# Pod creates are in flight hold them with the built-in server's injected latency.
+SLOW_CREATES = pytest.mark.builtin_only
 
 
 def raycluster(name: str, workers: int) -> dict[str, Any]:
@@ -32,20 +34,21 @@ def raycluster(name: str, workers: int) -> dict[str, Any]:
     return obj
 
 
-def _pod_writes(rig: Rig, verb: str) -> int:
+async def _pod_writes(rig: Rig, verb: str) -> int:
     """Successful Pod ``verb`` requests (the simulator's own status writes are ``pods/status``)."""
     return sum(
         1
-        for r in rig.server.request_log.records
+        for r in await rig.env.request_log.records()
         if r.verb == verb and r.resource == "pods" and r.namespace == rig.namespace and r.status < 300
     )
 
 
+@SLOW_CREATES
 async def test_sigkill_while_creating_workers_then_restart_creates_no_duplicates(
     rig: Rig, operator_processes: OperatorFactory
 ) -> None:
     ns = rig.namespace
-    rig.server.request_log.clear()
+    await rig.env.request_log.clear()
     # every Pod create takes a while, so the slow-start batches (1, 2, 4, 1) are still going out
     # when the first worker appears and the operator is killed
     slow = rig.server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 0, count=-1, delay=0.4)
@@ -77,11 +80,11 @@ async def test_sigkill_while_creating_workers_then_restart_creates_no_duplicates
     heads, workers = await rig.pods("rc", "head"), await rig.pods("rc", "worker")
     assert len(heads) == 1 and len(workers) == WORKERS
     # exactly one create per Pod across both processes: never a duplicate, not even briefly
-    assert _pod_writes(rig, "create") == 1 + WORKERS
+    assert await _pod_writes(rig, "create") == 1 + WORKERS
     # nothing that existed when the first operator died was deleted or replaced
     now = {p["metadata"]["name"]: p["metadata"]["uid"] for p in heads + workers}
     assert at_kill.items() <= now.items()
-    assert _pod_writes(rig, "delete") == 0 and _pod_writes(rig, "deletecollection") == 0
+    assert await _pod_writes(rig, "delete") == 0 and await _pod_writes(rig, "deletecollection") == 0
     assert not any(p["metadata"].get("deletionTimestamp") for p in heads + workers)
 
 
@@ -150,6 +153,7 @@ async def test_old_cluster_deletion_deadline_survives_a_sigkill(
     await eventually(only_active_pods, f"only {active}'s Pods left")
 
 
+@SLOW_CREATES
 async def test_sigkill_mid_upgrade_under_traffic_then_restart_finishes_the_upgrade(
     rig: Rig, operator_processes: OperatorFactory
 ) -> None:
@@ -159,7 +163,7 @@ async def test_sigkill_mid_upgrade_under_traffic_then_restart_finishes_the_upgra
     svc = await rig.wait_ready("rs", endpoints=4)
     old = svc["status"]["activeServiceStatus"]["rayClusterName"]
     await rig.wait_ready_pods("rs-serve-svc", 4)
-    rig.server.request_log.clear()
+    await rig.env.request_log.clear()
 
     async with Traffic(rig, "rs-serve-svc", max_seconds=60, max_requests=8000) as traffic:
         slow = rig.server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 0, count=-1, delay=0.4)
@@ -204,7 +208,7 @@ async def test_sigkill_mid_upgrade_under_traffic_then_restart_finishes_the_upgra
     report = traffic.report
     report.assert_all_served(200)
     assert report.min_endpoints is not None and report.min_endpoints >= 1
-    log = rig.server.request_log.records
+    log = await rig.env.request_log.records()
     created = [r for r in log if r.verb == "create" and r.status == 201]
     # one new cluster and one Pod each for its head and 3 workers, across both processes
     assert sum(1 for r in created if r.resource == "rayclusters.ray.io") == 1
@@ -215,6 +219,7 @@ async def test_sigkill_mid_upgrade_under_traffic_then_restart_finishes_the_upgra
     assert deletes and all(path.rsplit("/", 1)[-1].startswith(old) for path in deletes), deletes
 
 
+@SLOW_CREATES
 async def test_sigkill_of_the_leader_mid_scale_up_hands_over_to_the_standby(
     rig: Rig, operator_processes: OperatorFactory
 ) -> None:
@@ -230,7 +235,7 @@ async def test_sigkill_of_the_leader_mid_scale_up_hands_over_to_the_standby(
     leader = operator_processes(rig, *election)
     first_holder = await eventually(holder, "the first replica to take the lease")
     standby = operator_processes(rig, *election)
-    rig.server.request_log.clear()
+    await rig.env.request_log.clear()
     slow = rig.server.inject("POST", rf"^/api/v1/namespaces/{ns}/pods$", 0, count=-1, delay=0.4)
     await rig.client.create(RAYCLUSTERS, raycluster("rc", WORKERS), ns)
     await eventually(lambda: rig.pods("rc", "worker"), "the first worker Pod")
@@ -250,5 +255,5 @@ async def test_sigkill_of_the_leader_mid_scale_up_hands_over_to_the_standby(
     assert new_holder and new_holder != first_holder
     assert standby.running(), standby.output()
     assert len(await rig.pods("rc", "head")) == 1 and len(await rig.pods("rc", "worker")) == WORKERS
-    assert _pod_writes(rig, "create") == 1 + WORKERS  # no duplicate from the hand-over
-    assert _pod_writes(rig, "delete") == 0 and _pod_writes(rig, "deletecollection") == 0
+    assert await _pod_writes(rig, "create") == 1 + WORKERS  # no duplicate from the hand-over
+    assert await _pod_writes(rig, "delete") == 0 and await _pod_writes(rig, "deletecollection") == 0

@@ -51,8 +51,10 @@ class RequestRecord:
     query: str
     verb: str  # get/list/watch/create/update/patch/delete/deletecollection/discovery
     resource: str  # "pods", "rayclusters.ray.io", "pods/status", "" for discovery
-    namespace: str | None
+    namespace: str | None  # kube-apiserver's RequestInfo: a Namespace's own name for /namespaces/NAME
     status: int
+    name: str = ""
+    user: str = ""
 
 
 class FaultInjector:

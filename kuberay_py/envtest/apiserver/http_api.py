@@ -91,7 +91,7 @@ def error_response(err: StatusError) -> web.Response:
 
 
 class _Route:
-    __slots__ = ("group", "name", "namespace", "proxy_path", "rt", "sub", "watch_prefix")
+    __slots__ = ("body_name", "group", "name", "namespace", "proxy_path", "rt", "sub", "watch_prefix")
 
     def __init__(self) -> None:
         self.group = ""
@@ -101,6 +101,9 @@ class _Route:
         self.sub: str | None = None
         self.watch_prefix = False
         self.proxy_path = ""  # services/proxy: what follows ``/proxy`` in the URL
+        # A create's name from its body, for the request log (as kube-apiserver's audit fills
+        # objectRef.name from the request object); "" with generateName.
+        self.body_name = ""
 
 
 class ApiHandler:
@@ -140,7 +143,8 @@ class ApiHandler:
     # -- entry point --------------------------------------------------------------------------------
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        verb, resource, namespace = "unknown", "", None
+        verb, resource, namespace, name = "unknown", "", None, ""
+        route: _Route | None = None
         warnings: list[str] = []
         admission_warnings.set(warnings)  # this request's task only
         try:
@@ -152,7 +156,9 @@ class ApiHandler:
                 resource = (
                     rt.plural + (f".{rt.group}" if rt.group else "") + (f"/{route.sub}" if route.sub else "")
                 )
-                namespace = route.namespace
+                namespace, name = route.namespace, route.name or ""
+                if rt.key == ("", "namespaces") and name:
+                    namespace = name  # RequestInfo: /namespaces/NAME[/status|/finalize] is in NAME
             fault = self.faults.match(request.method, request.path) or self.faults.match(
                 verb.upper(), request.path
             )
@@ -173,9 +179,20 @@ class ApiHandler:
             resp = error_response(StatusError.internal(f"{type(e).__name__}: {e}"))
         for text in warnings:
             resp.headers.add("Warning", warning_header(text))
+        if route is not None and not name:
+            name = route.body_name
+        user = current_user.get() or ADMIN
         self.log.add(
             RequestRecord(
-                request.method, request.path, request.query_string, verb, resource, namespace, resp.status
+                request.method,
+                request.path,
+                request.query_string,
+                verb,
+                resource,
+                namespace,
+                resp.status,
+                name=name,
+                user=user.name,
             )
         )
         return resp
@@ -411,6 +428,7 @@ class ApiHandler:
                 raise StatusError.method_not_allowed(request.method)
             body = await self._object_body(request)
             meta = body.get("metadata") if isinstance(body, dict) else None
+            route.body_name = str((meta or {}).get("name") or "")
             obj = await admitted_write(
                 self.admission,
                 self._attrs(rt, "CREATE", ns, str((meta or {}).get("name") or ""), None, dry_run),

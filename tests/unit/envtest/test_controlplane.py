@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from kuberay_py.envtest.audit import audit_args
 from kuberay_py.envtest.controlplane import (
     Assets,
     apiserver_args,
@@ -146,3 +147,17 @@ def test_certificates_chain_and_admin_identity(tmp_path: Path) -> None:
     user = cfg["users"][0]["user"]
     assert user["client-certificate-data"] and user["client-key-data"]
     assert cfg["clusters"][0]["cluster"]["certificate-authority-data"]
+
+
+def test_every_control_plane_audits_to_its_own_dir_and_extra_flags_still_override(tmp_path: Path) -> None:
+    audit = audit_args(str(tmp_path / "audit"))
+    args = apiserver_args(etcd_url="e", cert_dir="/c", host="127.0.0.1", port=1, client_ca="ca", audit=audit)
+    assert f"--audit-log-path={tmp_path / 'audit' / 'audit.log'}" in args
+    assert f"--audit-policy-file={tmp_path / 'audit' / 'policy.yaml'}" in args
+    assert "--audit-log-format=json" in args and "--audit-log-mode=blocking" in args
+    assert "level: Metadata" in (tmp_path / "audit" / "policy.yaml").read_text()
+    moved = apiserver_args(
+        etcd_url="e", cert_dir="/c", host="127.0.0.1", port=1, client_ca="ca", audit=audit,
+        extra=["--audit-log-path=/elsewhere"],
+    )  # fmt: skip
+    assert [a for a in moved if a.startswith("--audit-log-path=")] == ["--audit-log-path=/elsewhere"]

@@ -47,6 +47,11 @@ async def test_real_mode_starts_authenticates_and_stops(tmp_path: Path) -> None:
         async with env.new_client() as client:
             who = await client.request("GET", "/whoami")
         assert who == {"kind": "Status", "user": "envtest-admin", "group": "system:masters"}
+        # the request log reads the audit log kube-apiserver was told to write
+        records = await env.request_log.records()
+        assert [(r.method, r.path, r.user, r.status) for r in records if r.path == "/whoami"] == [
+            ("GET", "/whoami", "envtest-admin", 200)
+        ]
         cp = env.control_plane
         assert cp is not None
         procs = list(cp._procs)

@@ -8,15 +8,19 @@ with neither gets 401.
 It also serves CustomResourceDefinitions the way a starting kube-apiserver does: the first
 create answers ``503`` with a text body, and a new group/version answers the first discovery
 GETs with the plain-text ``404 page not found`` before it is served. ``FAKE_APISERVER_PIDFILE``,
-when set, gets this process's pid (tests check it is gone after its owner died).
+when set, gets this process's pid (tests check it is gone after its owner died). Each request is
+audited as ``--audit-log-mode=blocking`` does: a JSON ``ResponseComplete`` event appended to
+``--audit-log-path`` before the response goes out.
 """
 
 import argparse
+import datetime
 import http.server
 import json
 import os
 import ssl
 import urllib.request
+import uuid
 from typing import Any
 
 p = argparse.ArgumentParser()
@@ -36,9 +40,19 @@ for flag in (
     "service-account-issuer",
     "service-account-key-file",
     "service-account-signing-key-file",
+    "audit-policy-file",
+    "audit-log-path",
+    "audit-log-format",
+    "audit-log-mode",
+    "audit-log-maxsize",
+    "audit-log-maxbackup",
+    "audit-log-maxage",
 ):
     p.add_argument(f"--{flag}", required=True)
 args = p.parse_args()
+assert os.path.exists(args.audit_policy_file), args.audit_policy_file
+assert args.audit_log_format == "json" and args.audit_log_mode == "blocking"
+open(args.audit_log_path, "a").close()  # kube-apiserver creates the log file at start
 for path in (
     args.tls_cert_file,
     args.tls_private_key_file,
@@ -64,8 +78,32 @@ discovery_gets: dict[str, int] = {}
 posts = 0
 
 
+_VERBS = {"GET": "get", "POST": "create"}
+
+
 class Handler(http.server.BaseHTTPRequestHandler):
+    def audit(self, status: int) -> None:
+        cert = self.connection.getpeercert()  # type: ignore[attr-defined]
+        user = dict(x[0] for x in cert["subject"]).get("commonName") if cert else "system:anonymous"
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        event = {
+            "kind": "Event",
+            "apiVersion": "audit.k8s.io/v1",
+            "level": "Metadata",
+            "auditID": str(uuid.uuid4()),
+            "stage": "ResponseComplete",
+            "requestURI": self.path,
+            "verb": _VERBS.get(self.command, self.command.lower()),
+            "user": {"username": user},
+            "responseStatus": {"metadata": {}, "code": status},
+            "requestReceivedTimestamp": now,
+            "stageTimestamp": now,
+        }
+        with open(args.audit_log_path, "a") as f:
+            f.write(json.dumps(event) + "\n")
+
     def reply(self, status: int, body: bytes, content_type: str = "application/json") -> None:
+        self.audit(status)
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(body)))
