@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from kuberay_py.client import ApiError, Client, NotFound, Resource
+from kuberay_py.client.resources import PODS
 
-__all__ = ["controller_refs", "dry_run_error", "get_or_none", "refused"]
+__all__ = ["controller_refs", "dry_run_error", "get_or_none", "make_pod", "refused"]
 
 
 async def get_or_none(client: Client, res: Resource, name: str, ns: str) -> dict[str, Any] | None:
@@ -58,3 +59,18 @@ def controller_refs(owner: dict[str, Any]) -> list[dict[str, Any]]:
             "blockOwnerDeletion": True,
         }
     ]
+
+
+async def make_pod(client: Client, namespace: str, ip: str | None, *, name: str = "head") -> None:
+    """A Pod no kubelet runs, with ``ip`` as its address in status (as a kubelet would report it),
+    for what reads a Pod's IP: services/proxy's targetRef check, pods/proxy, webhook Endpoints."""
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name},
+        "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.52.0"}]},
+    }
+    created = await client.create(PODS, pod, namespace)
+    if ip is not None:
+        created["status"] = {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}
+        await client.update_status(PODS, created)

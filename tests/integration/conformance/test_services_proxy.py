@@ -22,6 +22,7 @@ from aiohttp import web
 from kuberay_py.client import Client
 from kuberay_py.client import resources as r
 from kuberay_py.envtest import Environment
+from tests.api_objects import make_pod
 
 
 @dataclass
@@ -273,19 +274,6 @@ async def test_endpoint_not_listening_is_503(envtest: Environment, k8s: Client, 
     assert status["message"].startswith(f"error trying to reach service: dial tcp {silent.address}:9: "), (
         status
     )
-
-
-async def make_pod(k8s: Client, namespace: str, ip: str | None, *, name: str = "head") -> None:
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name},
-        "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.52.0"}]},
-    }
-    created = await k8s.create(r.PODS, pod, namespace)
-    if ip is not None:
-        created["status"] = {"phase": "Running", "podIP": ip, "podIPs": [{"ip": ip}]}
-        await k8s.update_status(r.PODS, created)
 
 
 async def test_pod_proxy_reaches_the_pod_ip_and_port(

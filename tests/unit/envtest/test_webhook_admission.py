@@ -26,7 +26,7 @@ from kuberay_py.envtest.apiserver.webhookrules import AdmissionAttributes, hook_
 from kuberay_py.envtest.controlplane import free_port
 from kuberay_py.envtest.webhookcerts import WebhookCA
 from kuberay_py.envtest.webhooks import VALIDATING_WEBHOOK_CONFIGURATIONS
-from tests.api_objects import dry_run_error, refused
+from tests.api_objects import dry_run_error, make_pod, refused
 from tests.polling import eventually
 
 pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl not installed")
@@ -349,13 +349,21 @@ async def test_service_reference_is_called_through_its_endpoints(tmp_path: Path)
                 },
                 "default",
             )
+            # The built-in server resolves a webhook's Service as it resolves services/proxy:
+            # through its Endpoints, to an address its Pod still has (kube-apiserver dials the
+            # ClusterIP, which nothing routes here).
+            await make_pod(client, "default", "127.0.0.1", name="hooks-0")
+            target = {"kind": "Pod", "namespace": "default", "name": "hooks-0"}
             await client.create(
-                r.ENDPOINTSLICES,
+                r.ENDPOINTS,
                 {
-                    "metadata": {"name": "hooks-1", "labels": {"kubernetes.io/service-name": "hooks"}},
-                    "addressType": "IPv4",
-                    "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
-                    "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+                    "metadata": {"name": "hooks"},
+                    "subsets": [
+                        {
+                            "addresses": [{"ip": "127.0.0.1", "targetRef": target}],
+                            "ports": [{"name": "https", "port": port, "protocol": "TCP"}],
+                        }
+                    ],
                 },
                 "default",
             )
