@@ -13,7 +13,8 @@ an Environment that stops hands its etcd + kube-apiserver, reset to their first 
 next one with the same flags, and the session stops them all at its end. Set
 ``KUBERAY_ENVTEST_REUSE=false`` to give every Environment a control plane of its own.
 
-Tests marked ``builtin_only`` are skipped when a real kube-apiserver is in use. Faults injected
+Tests marked ``builtin_only(reason=...)`` are skipped, with their reason, when a real
+kube-apiserver is in use (a marker without a reason is a usage error). Faults injected
 into the session's built-in server are cleared after each test that used ``envtest``, so a
 test's leftover fault cannot fail the next one.
 """
@@ -41,16 +42,31 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "builtin_only: needs the built-in API server's fault-injection knobs")
+    config.addinivalue_line(
+        "markers",
+        "builtin_only(reason): needs what only the built-in API server does (fault injection, forced "
+        "410s, cut watches); the reason says what, and is the skip message on a real kube-apiserver",
+    )
+
+
+def builtin_only_reason(item: pytest.Item) -> str | None:
+    """The reason of a test's ``builtin_only`` marker (``None`` when unmarked). A marker without
+    a reason is a usage error in both modes: every test a real kube-apiserver skips says why."""
+    marker = item.get_closest_marker("builtin_only")
+    if marker is None:
+        return None
+    reason = marker.kwargs.get("reason") or (marker.args[0] if marker.args else "")
+    if not isinstance(reason, str) or not reason.strip():
+        raise pytest.UsageError(f"{item.nodeid}: builtin_only needs a reason (builtin_only(reason=...))")
+    return reason
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not uses_real_apiserver():
-        return
-    skip = pytest.mark.skip(reason="uses built-in API server knobs; a real kube-apiserver is in use")
+    real = uses_real_apiserver()
     for item in items:
-        if item.get_closest_marker("builtin_only") is not None:
-            item.add_marker(skip)
+        reason = builtin_only_reason(item)
+        if reason is not None and real:
+            item.add_marker(pytest.mark.skip(reason=f"built-in API server only: {reason}"))
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session", autouse=True)

@@ -57,7 +57,7 @@ def options(namespace: str, **kw: Any) -> ManagerOptions:
     return ManagerOptions(**base)
 
 
-@pytest.mark.builtin_only
+@pytest.mark.builtin_only(reason="fails every list of the watched kind with an injected 500, then recovers")
 async def test_readyz_is_not_ready_until_the_caches_have_synced(
     envtest: Environment, k8s: Client, namespace: str
 ) -> None:

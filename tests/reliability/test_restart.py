@@ -23,7 +23,9 @@ from .conftest import OperatorFactory, Rig, Traffic, eventually, rayservice
 WORKERS = 8
 # A real kube-apiserver cannot be slowed down on cue: the tests that kill the operator while its
 # Pod creates are in flight hold them with the built-in server's injected latency.
-SLOW_CREATES = pytest.mark.builtin_only
+SLOW_CREATES = pytest.mark.builtin_only(
+    reason="holds Pod creates in flight with injected request latency; kube-apiserver has no such knob"
+)
 
 
 def raycluster(name: str, workers: int) -> dict[str, Any]:

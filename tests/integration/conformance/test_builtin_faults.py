@@ -13,7 +13,7 @@ from kuberay_py.envtest import Environment
 
 from .helpers import configmap
 
-pytestmark = pytest.mark.builtin_only
+pytestmark = pytest.mark.builtin_only(reason="tests the built-in server's own fault-injection knobs")
 
 
 async def test_inject_errors_for_matching_requests(k8s: Client, envtest: Environment, namespace: str) -> None:

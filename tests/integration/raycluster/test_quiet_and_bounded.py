@@ -153,7 +153,7 @@ def _reconciles(op: VirtualOperator) -> int:
     )
 
 
-@pytest.mark.builtin_only  # every Pod create answered 403: the built-in server's fault injection
+@pytest.mark.builtin_only(reason="answers every Pod create with an injected 403")
 async def test_200_clusters_whose_pod_creates_get_403_cost_a_bounded_request_rate(
     crd_env: Environment, rc_client: Client, quiet_namespace: str
 ) -> None:
