@@ -164,6 +164,7 @@ async def run_case(
     config = await load_config(str(kubeconfig), qps=1000, burst=1000)
     throttle: Throttle | None = arm["throttle"]
     result: dict[str, Any] = {}
+    throttled0 = (throttle.throttled_s() if throttle is not None else None) or 0.0
     async with Client(config) as client:
         await client.create(NAMESPACES, {"metadata": {"name": ns}})
         op = Operator(kubeconfig, ns, throttle, env=arm["env"], command=arm["command"](label))
@@ -229,7 +230,7 @@ async def run_case(
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await watcher
             if throttle is not None and throttle.throttled_s() is not None:
-                result["cgroup_throttled_s"] = round(throttle.throttled_s() or 0.0, 2)
+                result["cgroup_throttled_s"] = round((throttle.throttled_s() or 0.0) - throttled0, 2)
             if profiling:
                 toggle_profile(op, arm, on=False)
                 await asyncio.sleep(2.0)

@@ -21,7 +21,7 @@ from controllers.common.events import delete_once, write_with_events
 from controllers.common.objects import annotations_of, labels_of
 from controllers.common.pods import live_pods
 from controllers.raycluster.context import ClusterContext
-from controllers.raycluster.pod import build_head_pod, build_worker_pod
+from controllers.raycluster.pod import WorkerPods, build_head_pod
 from controllers.raycluster.scaling import plan_group, should_delete_pod
 from controllers.spechash import recreate_hash
 from kuberay_py.client import ApiError
@@ -180,8 +180,9 @@ async def _reconcile_group(ctx: ClusterContext, group: Obj, pods: list[Obj]) -> 
         await _delete(ctx, pod, head=False, why=plan.delete_reasons.get(pod["metadata"]["name"], ""))
     if plan.create_replicas <= 0:
         return
+    workers = WorkerPods(cluster, group, options)
     if not indexing:  # RayMultiHostIndexing off: every Pod alone, no index labels, as KubeRay
-        await _slow_start(ctx, plan.create_replicas, lambda: build_worker_pod(cluster, group, options))
+        await _slow_start(ctx, plan.create_replicas, workers.body)
         return
     hosts = common.num_of_hosts(group)
     group_name = str(group.get("groupName", ""))
@@ -192,16 +193,14 @@ async def _reconcile_group(ctx: ClusterContext, group: Obj, pods: list[Obj]) -> 
         await _slow_start(
             ctx,
             plan.create_replicas,
-            lambda: build_worker_pod(cluster, group, options, replica_index=next(free)),
+            lambda: workers.body(replica_index=next(free)),
         )
         return
     for _ in range(plan.create_replicas):
         index = next(free)
         replica = f"{group_name}-{_random_suffix()}"
         for host in range(hosts):  # a replica group is created whole, host by host
-            body = build_worker_pod(
-                cluster, group, options, replica_name=replica, replica_index=index, host_index=host
-            )
+            body = workers.body(replica_name=replica, replica_index=index, host_index=host)
             await _create(ctx, body, head=False)
 
 
