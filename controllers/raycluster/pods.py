@@ -197,11 +197,15 @@ async def _reconcile_group(ctx: ClusterContext, group: Obj, pods: list[Obj]) -> 
         )
         return
     for _ in range(plan.create_replicas):
+        if ctx.creates_left is not None and ctx.creates_left <= 0:
+            return  # the next pass creates the rest (a replica group is never split across passes)
         index = next(free)
         replica = f"{group_name}-{_random_suffix()}"
         for host in range(hosts):  # a replica group is created whole, host by host
             body = workers.body(replica_name=replica, replica_index=index, host_index=host)
             await _create(ctx, body, head=False)
+        if ctx.creates_left is not None:
+            ctx.creates_left -= hosts
 
 
 async def _delete(ctx: ClusterContext, pod: Obj, *, head: bool, why: str) -> None:
@@ -248,10 +252,15 @@ async def _create(ctx: ClusterContext, body: Obj, *, head: bool, announce: bool 
 async def _slow_start(ctx: ClusterContext, count: int, make: Callable[[], Obj]) -> None:
     """Create ``count`` worker Pods in doubling batches; stop at the first failing batch.
 
-    One ``CreatedWorkerPod`` event names every Pod this round created, including those before a
-    failing batch (KubeRay sends one per Pod; per-batch events still cost a write each while a
-    cluster scales up).
+    At most ``ctx.creates_left`` of them in this pass: the Pods' watch events bring the next pass
+    (behind every other key already queued), whose expectations wait for them, as after any
+    create. One ``CreatedWorkerPod`` event names every Pod this round created, including those
+    before a failing batch (KubeRay sends one per Pod; per-batch events still cost a write each
+    while a cluster scales up).
     """
+    if ctx.creates_left is not None:
+        count = min(count, ctx.creates_left)
+        ctx.creates_left -= count
     done, batch = 0, 1
     errors: list[ReplicaFailure] = []
     names: list[str] = []
