@@ -100,6 +100,10 @@ def cluster(name: str, workers: int) -> dict[str, Any]:
     return body
 
 
+class Failed(Exception):
+    """A run that did not finish (the operator exited, or too few Pods in time); others go on."""
+
+
 class PodWatch:
     """The time each Pod of the namespace was first seen, by ``ray.io/cluster``."""
 
@@ -129,9 +133,9 @@ class PodWatch:
         deadline = time.monotonic() + timeout
         while self.count(owner) < pods:
             if op.proc.poll() is not None:
-                raise SystemExit(f"the operator exited: {op.tail[-5:]}")
+                raise Failed(f"the operator exited: {[line[:300] for line in op.tail[-3:]]}")
             if time.monotonic() > deadline:
-                raise SystemExit(f"{owner}: {self.count(owner)} of {pods} Pods after {timeout}s")
+                raise Failed(f"{owner}: {self.count(owner)} of {pods} Pods after {timeout}s")
             self.changed.clear()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.changed.wait(), 1.0)
@@ -225,6 +229,8 @@ async def run_case(
                     ),
                     operator_cpu_s=round(op.cpu_s() - cpu0, 3),
                 )
+        except Failed as exc:
+            result["failed"] = str(exc)
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
