@@ -189,7 +189,9 @@ async def run_case(
                 result.update(wall_s=round(last - start, 2), operator_cpu_s=round(op.cpu_s() - cpu0, 3))
                 await asyncio.sleep(2.0)  # the status writes after the last Pod
                 cpu1 = op.cpu_s()
+                profiling = toggle_profile(op, arm, on=True)  # the idle window: <label>-2.pstats
                 await asyncio.sleep(args.idle)
+                profiling = toggle_profile(op, arm, on=False)
                 writes1 = await asyncio.to_thread(writes, op)
                 result.update(
                     idle_cpu_s=round(op.cpu_s() - cpu1, 3),
