@@ -430,11 +430,16 @@ def cluster_process() -> Iterator[Path]:
         try:
             yield kubeconfig
         finally:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            interrupt(proc)
+
+
+def interrupt(proc: subprocess.Popen[str]) -> None:
+    """SIGINT, as Ctrl-C stops a control plane; killed if it has not ended within a minute."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def main() -> None:

@@ -51,7 +51,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.cpu_quota import Operator, Throttle  # noqa: E402
+from bench.cpu_quota import Operator, Throttle, interrupt  # noqa: E402
 from controllers.constants import RAYCLUSTERS  # noqa: E402
 from kuberay_py.client import Client, load_config  # noqa: E402
 from kuberay_py.client.resources import NAMESPACES, PODS  # noqa: E402
@@ -85,11 +85,7 @@ def control_plane(tmp: Path) -> Iterator[Path]:
     try:
         yield kubeconfig
     finally:
-        proc.send_signal(signal.SIGINT)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        interrupt(proc)
 
 
 def cluster(name: str, workers: int) -> dict[str, Any]:
