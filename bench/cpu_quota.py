@@ -183,7 +183,13 @@ class Operator:
     """The real ``kuberay-operator`` with the chart's args; its log is read for the bound ports."""
 
     def __init__(
-        self, kubeconfig: Path, namespace: str, throttle: Throttle | None, extra: tuple[str, ...] = ()
+        self,
+        kubeconfig: Path,
+        namespace: str,
+        throttle: Throttle | None,
+        extra: tuple[str, ...] = (),
+        env: dict[str, str] | None = None,
+        command: tuple[str, ...] = (str(OPERATOR),),
     ) -> None:
         args = [
             *chart_args(),
@@ -200,11 +206,12 @@ class Operator:
             *extra,
         ]
         self.proc = subprocess.Popen(
-            [str(OPERATOR), *args],
+            [*command, *args],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
             preexec_fn=throttle.preexec if throttle is not None else None,
+            env=env,
         )
         if throttle is not None:
             throttle.start_duty_cycle(self.proc.pid)
@@ -423,11 +430,16 @@ def cluster_process() -> Iterator[Path]:
         try:
             yield kubeconfig
         finally:
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+            interrupt(proc)
+
+
+def interrupt(proc: subprocess.Popen[str]) -> None:
+    """SIGINT, as Ctrl-C stops a control plane; killed if it has not ended within a minute."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def main() -> None:

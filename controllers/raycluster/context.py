@@ -27,6 +27,8 @@ class ClusterContext:
     cluster: Obj  # the RayCluster (cached, or our newer write of it); never mutated
     pods: list[Obj]  # its Pods in the cache, terminating ones included
     requeue: Requeue = field(default_factory=Requeue)  # when this reconcile runs again
+    # Worker Pods this pass may still create (None: no bound); see RayClusterOptions.
+    creates_left: int | None = None
 
     @property
     def ref(self) -> Ref:

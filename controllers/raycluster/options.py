@@ -53,6 +53,10 @@ class RayClusterOptions:
     gates: ClusterGates = field(default_factory=ClusterGates)
     # The Configuration file's Pod defaults (--config); none unless the operator was given one.
     pod_defaults: PodDefaults = field(default_factory=PodDefaults)
+    # Worker Pods one reconcile pass creates at most (0 = all at once, as KubeRay); the rest come in
+    # the passes their creates' watch events bring, behind every other RayCluster already queued,
+    # so one big scale-up does not hold the others (docs/differences.md).
+    worker_creates_per_pass: int = C.WORKER_CREATES_PER_PASS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> RayClusterOptions:

@@ -27,7 +27,14 @@ from controllers.raycluster.pod_defaults import apply_container_env_defaults, ap
 from controllers.raycluster.probes import inject_probes
 from controllers.spechash import recreate_hash
 
-__all__ = ["build_head_pod", "build_worker_pod", "env_exists", "pod_labels", "ray_start_params_for"]
+__all__ = [
+    "WorkerPods",
+    "build_head_pod",
+    "build_worker_pod",
+    "env_exists",
+    "pod_labels",
+    "ray_start_params_for",
+]
 
 SHARED_MEMORY_VOLUME = "shared-mem"
 SHARED_MEMORY_PATH = "/dev/shm"
@@ -408,6 +415,52 @@ def build_head_pod(cluster: dict[str, Any], opts: RayClusterOptions) -> dict[str
     return _finish_pod(pod, cluster, head, C.NODE_TYPE_HEAD, opts)
 
 
+def _set_index_labels(
+    labels: dict[str, str], replica_name: str | None, replica_index: int | None, host_index: int | None
+) -> None:
+    """Multi-host indexing (KubeRay's RayMultiHostIndexing gate, on by default).
+
+    Every worker gets its replica's index; multi-host replicas also their replica name and host
+    index. With the gate off the caller passes none of them, and the Pod carries none of these labels.
+    """
+    if replica_index is not None:
+        labels[C.RAY_WORKER_REPLICA_INDEX_LABEL_KEY] = str(replica_index)
+    if replica_name is not None:
+        labels[C.RAY_WORKER_REPLICA_NAME_LABEL_KEY] = replica_name
+        labels[C.RAY_HOST_INDEX_LABEL_KEY] = str(host_index or 0)
+
+
+class WorkerPods:
+    """One worker group's Pod built once per reconcile pass; the Pods of a pass differ only in labels.
+
+    Building a worker Pod (template copy, ray start command, env, probes) cost as much operator
+    CPU as sending it; a pass creating N workers of a group now builds one. Each :meth:`body` is
+    what :func:`build_worker_pod` returns for the same index arguments (the index labels win over
+    ``--config`` default labels in both, as defaults only fill absent keys), with its own
+    ``metadata``, labels, annotations and top-level ``spec`` dict, so a batch scheduler stamping
+    one body (labels, ``schedulerName``, ``schedulingGroup``) leaves the others alone; deeper
+    parts (containers) are shared and must not be modified.
+    """
+
+    def __init__(self, cluster: dict[str, Any], group: dict[str, Any], opts: RayClusterOptions) -> None:
+        self._template = build_worker_pod(cluster, group, opts)
+
+    def body(
+        self,
+        *,
+        replica_name: str | None = None,
+        replica_index: int | None = None,
+        host_index: int | None = None,
+    ) -> dict[str, Any]:
+        template = self._template
+        metadata = dict(template["metadata"])
+        metadata["labels"] = labels = dict(metadata["labels"])
+        if "annotations" in metadata:
+            metadata["annotations"] = dict(metadata["annotations"])
+        _set_index_labels(labels, replica_name, replica_index, host_index)
+        return {**template, "metadata": metadata, "spec": dict(template["spec"])}
+
+
 def build_worker_pod(
     cluster: dict[str, Any],
     group: dict[str, Any],
@@ -426,15 +479,7 @@ def build_worker_pod(
         group_name,
         common.pod_generate_name(f"{name}-{group_name}", C.NODE_TYPE_WORKER),
     )
-    labels = pod["metadata"]["labels"]
-    # Multi-host indexing (KubeRay's RayMultiHostIndexing gate, on by default): every worker gets
-    # its replica's index; multi-host replicas also their replica name and host index. With the
-    # gate off the caller passes none of them, and the Pod carries none of these labels.
-    if replica_index is not None:
-        labels[C.RAY_WORKER_REPLICA_INDEX_LABEL_KEY] = str(replica_index)
-    if replica_name is not None:
-        labels[C.RAY_WORKER_REPLICA_NAME_LABEL_KEY] = replica_name
-        labels[C.RAY_HOST_INDEX_LABEL_KEY] = str(host_index or 0)
+    _set_index_labels(pod["metadata"]["labels"], replica_name, replica_index, host_index)
     spec = pod["spec"]
     containers = spec.get("containers") or []
     if opts.enable_init_container_injection and containers:

@@ -42,15 +42,25 @@ _STATUS_KEPT = tuple(k for k in PodStatus.__annotations__ if k not in ("conditio
 _CONTAINER_STATUS_KEPT = tuple(ContainerStatus.__annotations__)
 # Strings longer than this (e.g. a last-applied-configuration annotation) are not worth interning.
 _INTERN_MAX = 128
+_intern_str = sys.intern
 
 
 def _intern(value: Any) -> Any:
-    """``value`` with its strings interned: equal strings across Pods become one object."""
-    if isinstance(value, str):
-        return sys.intern(value) if len(value) <= _INTERN_MAX else value
-    if isinstance(value, dict):
-        return {_intern(k): _intern(v) for k, v in value.items()}
-    if isinstance(value, list):
+    """``value`` with its strings interned: equal strings across Pods become one object.
+
+    Runs on every Pod watch event, so the common leaves (keys, short string values) are interned
+    inline instead of by a recursive call each; decoded JSON holds only exact ``str``/``dict``/
+    ``list`` types, so ``type() is`` is exact.
+    """
+    kind = type(value)
+    if kind is str:
+        return _intern_str(value) if len(value) <= _INTERN_MAX else value
+    if kind is dict:
+        return {
+            _intern_str(k): (_intern_str(v) if len(v) <= _INTERN_MAX else v) if type(v) is str else _intern(v)
+            for k, v in value.items()
+        }
+    if kind is list:
         return [_intern(v) for v in value]
     return value
 

@@ -21,7 +21,7 @@ from controllers.common.events import delete_once, write_with_events
 from controllers.common.objects import annotations_of, labels_of
 from controllers.common.pods import live_pods
 from controllers.raycluster.context import ClusterContext
-from controllers.raycluster.pod import build_head_pod, build_worker_pod
+from controllers.raycluster.pod import WorkerPods, build_head_pod
 from controllers.raycluster.scaling import plan_group, should_delete_pod
 from controllers.spechash import recreate_hash
 from kuberay_py.client import ApiError
@@ -181,8 +181,9 @@ async def _reconcile_group(ctx: ClusterContext, group: Obj, pods: list[Obj]) -> 
         await _delete(ctx, pod, head=False, why=plan.delete_reasons.get(pod["metadata"]["name"], ""))
     if plan.create_replicas <= 0:
         return
+    workers = WorkerPods(cluster, group, options)
     if not indexing:  # RayMultiHostIndexing off: every Pod alone, no index labels, as KubeRay
-        await _slow_start(ctx, plan.create_replicas, lambda: build_worker_pod(cluster, group, options))
+        await _slow_start(ctx, plan.create_replicas, workers.body)
         return
     hosts = common.num_of_hosts(group)
     group_name = str(group.get("groupName", ""))
@@ -193,17 +194,19 @@ async def _reconcile_group(ctx: ClusterContext, group: Obj, pods: list[Obj]) -> 
         await _slow_start(
             ctx,
             plan.create_replicas,
-            lambda: build_worker_pod(cluster, group, options, replica_index=next(free)),
+            lambda: workers.body(replica_index=next(free)),
         )
         return
     for _ in range(plan.create_replicas):
+        if ctx.creates_left is not None and ctx.creates_left <= 0:
+            return  # the next pass creates the rest (a replica group is never split across passes)
         index = next(free)
         replica = f"{group_name}-{_random_suffix()}"
         for host in range(hosts):  # a replica group is created whole, host by host
-            body = build_worker_pod(
-                cluster, group, options, replica_name=replica, replica_index=index, host_index=host
-            )
+            body = workers.body(replica_name=replica, replica_index=index, host_index=host)
             await _create(ctx, body, head=False)
+        if ctx.creates_left is not None:
+            ctx.creates_left -= hosts
 
 
 async def _delete(ctx: ClusterContext, pod: Obj, *, head: bool, why: str) -> None:
@@ -250,10 +253,15 @@ async def _create(ctx: ClusterContext, body: Obj, *, head: bool, announce: bool 
 async def _slow_start(ctx: ClusterContext, count: int, make: Callable[[], Obj]) -> None:
     """Create ``count`` worker Pods in doubling batches; stop at the first failing batch.
 
-    One ``CreatedWorkerPod`` event names every Pod this round created, including those before a
-    failing batch (KubeRay sends one per Pod; per-batch events still cost a write each while a
-    cluster scales up).
+    At most ``ctx.creates_left`` of them in this pass: the Pods' watch events bring the next pass
+    (behind every other key already queued), whose expectations wait for them, as after any
+    create. One ``CreatedWorkerPod`` event names every Pod this round created, including those
+    before a failing batch (KubeRay sends one per Pod; per-batch events still cost a write each
+    while a cluster scales up).
     """
+    if ctx.creates_left is not None:
+        count = min(count, ctx.creates_left)
+        ctx.creates_left -= count
     done, batch = 0, 1
     errors: list[ReplicaFailure] = []
     names: list[str] = []

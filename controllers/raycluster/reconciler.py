@@ -80,8 +80,15 @@ class RayClusterReconciler:
         if loaded is None:
             return Result()
         cluster, memo = loaded
-        ctx = ClusterContext(self.deps, self.expectations, memo, cluster, self._cached_pods(request))
         options = self.deps.options
+        ctx = ClusterContext(
+            self.deps,
+            self.expectations,
+            memo,
+            cluster,
+            self._cached_pods(request),
+            creates_left=options.worker_creates_per_pass or None,
+        )
         errors = validate_raycluster(cluster, gates=options.gates)
         if not errors and tls_enabled(cluster, options) and not await self.cert_manager.available():
             errors = [FieldError("spec.tlsOptions", C.CERT_MANAGER_REQUIRED)]

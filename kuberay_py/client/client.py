@@ -94,6 +94,10 @@ class Client:
         self._bucket = TokenBucket(config.qps, config.burst, clock=self._clock)
         self._base = URL(config.host.rstrip("/"))
         self.host_label = self._base.raw_authority or config.host
+        # The metric children of each (code, method) / method, looked up once: prometheus_client's
+        # labels() validates and locks on every call, which every request paid three times.
+        self._counted: dict[tuple[str, str], Any] = {}
+        self._timed: dict[str, tuple[Any, Any]] = {}
         self._session: aiohttp.ClientSession | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -138,7 +142,7 @@ class Client:
 
     async def _throttle(self, method: str) -> None:
         waited = await self._bucket.acquire()
-        metrics.RATE_LIMITER_DURATION.labels(method, self.host_label).observe(waited)
+        self._histograms(method)[0].observe(waited)
 
     async def request(
         self,
@@ -218,8 +222,22 @@ class Client:
             raise error
 
     def _observe(self, code: str, method: str, started: float) -> None:
-        metrics.REQUESTS_TOTAL.labels(code, method, self.host_label).inc()
-        metrics.REQUEST_DURATION.labels(method, self.host_label).observe(time.perf_counter() - started)
+        counter = self._counted.get((code, method))
+        if counter is None:
+            counter = metrics.REQUESTS_TOTAL.labels(code, method, self.host_label)
+            self._counted[code, method] = counter
+        counter.inc()
+        self._histograms(method)[1].observe(time.perf_counter() - started)
+
+    def _histograms(self, method: str) -> tuple[Any, Any]:
+        """The rate-limiter and request-duration children of ``method``."""
+        pair = self._timed.get(method)
+        if pair is None:
+            pair = self._timed[method] = (
+                metrics.RATE_LIMITER_DURATION.labels(method, self.host_label),
+                metrics.REQUEST_DURATION.labels(method, self.host_label),
+            )
+        return pair
 
     # -- verbs -----------------------------------------------------------------------------------
 

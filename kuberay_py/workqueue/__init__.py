@@ -6,7 +6,6 @@ See :mod:`kuberay_py.workqueue.queue` for the semantics and
 
 from kuberay_py.workqueue.queue import (
     LOW_PRIORITY,
-    UNFINISHED_WORK_UPDATE_PERIOD,
     RateLimitingQueue,
     ShutDown,
 )
@@ -22,7 +21,6 @@ from kuberay_py.workqueue.rate_limiters import (
 
 __all__ = [
     "LOW_PRIORITY",
-    "UNFINISHED_WORK_UPDATE_PERIOD",
     "BucketRateLimiter",
     "ItemExponentialFailureRateLimiter",
     "ItemFastSlowRateLimiter",

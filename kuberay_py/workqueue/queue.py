@@ -39,12 +39,11 @@ from kuberay_py.clock import Clock, RealClock
 from kuberay_py.workqueue.metrics import QueueMetrics
 from kuberay_py.workqueue.rate_limiters import RateLimiter, default_rate_limiter
 
-__all__ = ["LOW_PRIORITY", "UNFINISHED_WORK_UPDATE_PERIOD", "RateLimitingQueue", "ShutDown"]
+__all__ = ["LOW_PRIORITY", "RateLimitingQueue", "ShutDown"]
 
 LOW_PRIORITY = -100
 """controller-runtime's ``handler.LowPriority``: initial-list and resync events."""
 
-UNFINISHED_WORK_UPDATE_PERIOD = 0.5
 """client-go's ``defaultUnfinishedWorkUpdatePeriod``."""
 
 T = TypeVar("T", bound=Hashable)
@@ -87,7 +86,6 @@ class RateLimitingQueue(Generic[T]):
         self._shutting_down = False
         self._timer: asyncio.Task[None] | None = None
         self._timer_deadline = float("inf")
-        self._unfinished_task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ adding
     def add(self, item: T, *, priority: int = 0) -> None:
@@ -159,8 +157,6 @@ class RateLimitingQueue(Generic[T]):
 
     async def get_with_priority(self) -> tuple[T, int]:
         """Like :meth:`get`, also returning the priority the item was queued with."""
-        if self._metrics is not None and self._unfinished_task is None and not self._shutting_down:
-            self._unfinished_task = asyncio.get_running_loop().create_task(self._unfinished_work_loop())
         while not self._queued:
             if self._shutting_down:
                 raise ShutDown(f"workqueue {self.name!r} is shut down")
@@ -232,12 +228,9 @@ class RateLimitingQueue(Generic[T]):
         self._waiting.clear()
         self._waiting_heap.clear()
         self._timer_deadline = float("inf")
-        for task in (self._timer, self._unfinished_task):
-            if task is not None:
-                task.cancel()
+        if self._timer is not None:
+            self._timer.cancel()
         self._timer = None
-        if self._metrics is not None:
-            self._metrics.update_unfinished_work()
         while self._getters:
             fut = self._getters.popleft()
             if not fut.done():
@@ -321,9 +314,3 @@ class RateLimitingQueue(Generic[T]):
     def _is_live(self, head: tuple[float, int, T]) -> bool:
         entry = self._waiting.get(head[2])
         return entry is not None and entry[2] == head[1]
-
-    async def _unfinished_work_loop(self) -> None:
-        assert self._metrics is not None
-        while not self._shutting_down:
-            await self._clock.sleep(UNFINISHED_WORK_UPDATE_PERIOD)
-            self._metrics.update_unfinished_work()

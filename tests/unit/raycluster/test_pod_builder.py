@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from controllers.raycluster.options import RayClusterOptions
-from controllers.raycluster.pod import build_head_pod, build_worker_pod
+from controllers.raycluster.pod import WorkerPods, build_head_pod, build_worker_pod
+from controllers.raycluster.pod_defaults import PodDefaults
 from controllers.spechash import recreate_hash
 
 OPTS = RayClusterOptions()
@@ -412,3 +413,33 @@ def test_rayservice_head_with_custom_serve_port_never_gets_a_serve_check() -> No
     ]
     expected["metadata"]["annotations"]["ray.io/upgrade-strategy-recreate-hash"] = recreate_hash(c["spec"])
     assert build_head_pod(c, OPTS) == expected
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        {},
+        {"replica_index": 3},
+        {"replica_name": "small-abcde", "replica_index": 2, "host_index": 1},
+    ],
+)
+def test_worker_pods_body_is_the_built_worker_pod(index: dict[str, Any]) -> None:
+    rc = cluster()
+    group = rc["spec"]["workerGroupSpecs"][0]
+    # --config default labels and annotations, one of them the index label the Pod's own value beats
+    defaults = PodDefaults(
+        labels=(("team", "ml"), ("ray.io/worker-group-replica-index", "99")), annotations=(("a", "b"),)
+    )
+    opts = RayClusterOptions(pod_defaults=defaults)
+    assert WorkerPods(rc, group, opts).body(**index) == build_worker_pod(rc, group, opts, **index)
+
+
+def test_worker_pods_bodies_do_not_share_what_a_scheduler_stamps() -> None:
+    rc = cluster()
+    workers = WorkerPods(rc, rc["spec"]["workerGroupSpecs"][0], OPTS)
+    first = workers.body(replica_index=0)
+    first["metadata"]["labels"]["scheduling.x-k8s.io/pod-group"] = "rc"
+    first["metadata"].setdefault("annotations", {})["a"] = "b"
+    first["spec"]["schedulerName"] = "volcano"
+    second = workers.body(replica_index=1)
+    assert second == build_worker_pod(rc, rc["spec"]["workerGroupSpecs"][0], OPTS, replica_index=1)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import itertools
 
 from kuberay_py.clock import FakeClock, settle
 from kuberay_py.metrics import exposition, registry
-from kuberay_py.workqueue import LOW_PRIORITY, UNFINISHED_WORK_UPDATE_PERIOD, RateLimitingQueue
+from kuberay_py.workqueue import LOW_PRIORITY, RateLimitingQueue, ShutDown
 
 _n = itertools.count()
 
@@ -73,7 +75,7 @@ async def test_retries_count_only_delayed_adds() -> None:
     q.shutdown()
 
 
-async def test_unfinished_work_and_longest_running_update_every_500ms() -> None:
+async def test_unfinished_work_and_longest_running_are_computed_when_scraped() -> None:
     name, clock, q = fresh()
     q.add("a")
     q.add("b")
@@ -81,11 +83,28 @@ async def test_unfinished_work_and_longest_running_update_every_500ms() -> None:
     await clock.advance(1.0)
     await q.get()
     await settle()
-    await clock.advance(UNFINISHED_WORK_UPDATE_PERIOD)
+    await clock.advance(0.5)
     # a has run 1.5 s, b 0.5 s
     assert value("workqueue_unfinished_work_seconds", name) == 2.0
     assert value("workqueue_longest_running_processor_seconds", name) == 1.5
+    q.done("a")
+    await clock.advance(0.25)
+    assert value("workqueue_unfinished_work_seconds", name) == 0.75
+    assert value("workqueue_longest_running_processor_seconds", name) == 0.75
     q.shutdown()
+
+
+async def test_an_idle_queue_arms_no_timer() -> None:
+    """No periodic refresh: an idle operator's loop sleeps until something happens."""
+    _, clock, q = fresh()
+    q.add("a")
+    q.done(await q.get())
+    getter = asyncio.ensure_future(q.get())
+    await settle()
+    assert clock.sleepers == 0
+    q.shutdown()
+    with contextlib.suppress(ShutDown):
+        await getter
 
 
 async def test_unnamed_queue_reports_nothing() -> None:
