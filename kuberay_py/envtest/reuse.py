@@ -292,11 +292,13 @@ class ControlPlanePool:
 _pool: ControlPlanePool | None = None
 
 
-def use_pool(pool: ControlPlanePool | None) -> None:
+def use_pool(pool: ControlPlanePool | None) -> ControlPlanePool | None:
     """Make Environments of this process share control planes through ``pool`` (``None``: each
-    Environment starts and stops its own, the default outside the test plug-in)."""
+    Environment starts and stops its own, the default outside the test plug-in); returns the pool
+    in use before, for a caller that puts it back."""
     global _pool
-    _pool = pool
+    previous, _pool = _pool, pool
+    return previous
 
 
 def current_pool() -> ControlPlanePool | None:

@@ -34,10 +34,11 @@ SYSTEM_NAMESPACES = {"default", "kube-node-lease", "kube-public", "kube-system"}
 async def pool() -> AsyncIterator[ControlPlanePool]:
     """A pool of this test's own, so its counts do not depend on the session's."""
     own = ControlPlanePool()
-    use_pool(own)
+    session = use_pool(own)
     try:
         yield own
     finally:
+        use_pool(session)
         await own.close()
 
 
