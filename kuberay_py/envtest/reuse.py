@@ -292,13 +292,11 @@ class ControlPlanePool:
 _pool: ControlPlanePool | None = None
 
 
-def use_pool(pool: ControlPlanePool | None) -> ControlPlanePool | None:
+def use_pool(pool: ControlPlanePool | None) -> None:
     """Make Environments of this process share control planes through ``pool`` (``None``: each
-    Environment starts and stops its own, the default outside the test plug-in); returns the pool
-    in use before, for a caller that puts it back."""
+    Environment starts and stops its own, the default outside the test plug-in)."""
     global _pool
-    previous, _pool = _pool, pool
-    return previous
+    _pool = pool
 
 
 def current_pool() -> ControlPlanePool | None:

@@ -14,6 +14,7 @@ import pytest_asyncio
 
 from kuberay_py.client import Client
 from kuberay_py.envtest import Environment
+from kuberay_py.envtest.reuse import ControlPlanePool, current_pool, use_pool
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd" / "bases"
 
@@ -42,3 +43,17 @@ async def ns(crd_env: Environment) -> AsyncIterator[str]:
         yield name
     finally:
         await crd_env.delete_namespace(name)
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def own_pool() -> AsyncIterator[ControlPlanePool]:
+    """A control-plane pool of the test's own (the session's is put back after), so what it counts
+    and reuses does not depend on the tests before it."""
+    before = current_pool()
+    pool = ControlPlanePool()
+    use_pool(pool)
+    try:
+        yield pool
+    finally:
+        use_pool(before)
+        await pool.close()

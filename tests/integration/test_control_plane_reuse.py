@@ -11,7 +11,6 @@ Real mode only: the built-in server has no control plane to reuse.
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +19,7 @@ from controllers.constants import RAYCLUSTERS
 from kuberay_py.client import Client
 from kuberay_py.client.resources import CLUSTERROLES, CONFIGMAPS, CRDS, NAMESPACES, Resource
 from kuberay_py.envtest import Environment, uses_real_apiserver
-from kuberay_py.envtest.reuse import ControlPlanePool, use_pool
+from kuberay_py.envtest.reuse import ControlPlanePool
 
 pytestmark = pytest.mark.skipif(
     not uses_real_apiserver(), reason="needs a real etcd + kube-apiserver (KUBEBUILDER_ASSETS)"
@@ -28,18 +27,6 @@ pytestmark = pytest.mark.skipif(
 
 CRD_DIR = Path(__file__).resolve().parents[2] / "config" / "crd" / "bases"
 SYSTEM_NAMESPACES = {"default", "kube-node-lease", "kube-public", "kube-system"}
-
-
-@pytest.fixture
-async def pool() -> AsyncIterator[ControlPlanePool]:
-    """A pool of this test's own, so its counts do not depend on the session's."""
-    own = ControlPlanePool()
-    session = use_pool(own)
-    try:
-        yield own
-    finally:
-        use_pool(session)
-        await own.close()
 
 
 def _raycluster(name: str) -> dict[str, object]:
@@ -56,7 +43,7 @@ async def _names(client: Client, res: Resource, ns: str | None = None) -> set[st
     return {i["metadata"]["name"] for i in (await client.list(res, ns))["items"]}
 
 
-async def test_the_next_environment_sees_what_a_fresh_control_plane_shows(pool: ControlPlanePool) -> None:
+async def test_the_next_environment_sees_what_a_fresh_control_plane_shows(own_pool: ControlPlanePool) -> None:
     async with Environment([str(CRD_DIR)]) as first, first.new_client() as client:
         url = first.url
         ns = await first.create_namespace()
@@ -84,10 +71,10 @@ async def test_the_next_environment_sees_what_a_fresh_control_plane_shows(pool: 
         created = await client.create(RAYCLUSTERS, _raycluster("new"), fresh)
         assert created["metadata"]["name"] == "new"
 
-    assert (pool.started, pool.reused) == (1, 2)
+    assert (own_pool.started, own_pool.reused) == (1, 2)
 
 
-async def test_closing_the_pool_stops_its_control_planes(pool: ControlPlanePool) -> None:
+async def test_closing_the_pool_stops_its_control_planes(own_pool: ControlPlanePool) -> None:
     async with Environment() as env:
         plane = env.control_plane
         assert plane is not None
@@ -95,7 +82,7 @@ async def test_closing_the_pool_stops_its_control_planes(pool: ControlPlanePool)
     assert pids, "etcd and kube-apiserver run while the plane waits for its next user"
     for pid in pids:
         os.kill(pid, 0)  # still there: raises ProcessLookupError otherwise
-    await pool.close()
+    await own_pool.close()
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)

@@ -4,7 +4,6 @@ Environment asked a reused control plane."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,7 +12,7 @@ from kuberay_py.client import Client, NotFound
 from kuberay_py.client import resources as r
 from kuberay_py.envtest import Environment
 from kuberay_py.envtest.apiserver.faults import RequestRecord
-from kuberay_py.envtest.reuse import ControlPlanePool, current_pool, use_pool
+from kuberay_py.envtest.reuse import ControlPlanePool
 
 
 def _configmap(name: str) -> dict[str, Any]:
@@ -74,19 +73,6 @@ async def test_clear_forgets_every_request_before_it(
         ("create", "POST", namespace, "after", 201),
         ("get", "GET", namespace, "after", 200),
     ]
-
-
-@pytest.fixture
-async def own_pool() -> AsyncIterator[ControlPlanePool]:
-    """A pool of this test's own, so the second Environment gets the first one's control plane."""
-    before = current_pool()
-    pool = ControlPlanePool()
-    use_pool(pool)
-    try:
-        yield pool
-    finally:
-        use_pool(before)
-        await pool.close()
 
 
 async def test_an_environment_on_a_reused_control_plane_sees_none_of_the_earlier_requests(
