@@ -71,6 +71,18 @@ async def events_for(client: Client, namespace: str, name: str) -> list[dict[str
     return [e for e in items if (e.get("regarding") or {}).get("name") == name]
 
 
+async def reasons_once_written(client: Client, namespace: str, name: str, *wanted: str) -> list[str]:
+    """The reasons of ``name``'s events once each of ``wanted`` is among them: the recorder writes
+    an event after the change it reports, so a list can see the change before its event."""
+
+    async def written() -> list[str] | None:
+        reasons = [e["reason"] for e in await events_for(client, namespace, name)]
+        return reasons if set(wanted) <= set(reasons) else None
+
+    found: list[str] = await eventually(written, what=f"events {wanted} of {name}")
+    return found
+
+
 async def bring_up(k8s: Client, namespace: str, fake: Any, name: str = "rs") -> dict[str, Any]:
     """Create the RayService, play kubelet and EndpointSlice controller, wait until Ready."""
     await k8s.create(RAYSERVICES, rayservice_manifest(fake, name), namespace)
@@ -127,13 +139,15 @@ async def test_rayservice_comes_up_and_is_ready(
     head = await k8s.get(SERVICES, "rs-head-svc", namespace)
     assert head["spec"]["selector"]["ray.io/cluster"] == cluster_name
 
-    reasons = {e["reason"] for e in await events_for(k8s, namespace, "rs")}
-    assert {
+    await reasons_once_written(
+        k8s,
+        namespace,
+        "rs",
         "CreatedRayCluster",
         "UpdatedServeApplications",
         "UpdatedHeadPodServeLabel",
         "CreatedService",
-    } <= reasons
+    )
 
 
 async def test_replica_change_and_serve_config_update_stay_in_place(
@@ -277,7 +291,7 @@ async def test_invalid_spec_is_reported_without_a_cluster(
     svc = await eventually(failed, what="ValidationFailed")
     assert "headService.metadata.name" in cond(svc, "Ready")["message"]
     assert (await k8s.list(RAYCLUSTERS, namespace))["items"] == []
-    reasons = [e["reason"] for e in await events_for(k8s, namespace, "bad")]
+    reasons = await reasons_once_written(k8s, namespace, "bad", "InvalidRayServiceSpec")
     assert reasons.count("InvalidRayServiceSpec") == 1
 
 
@@ -345,8 +359,7 @@ async def test_appended_worker_group_updates_the_cluster_in_place(
     cur = await eventually(lambda: _observed(k8s, namespace, svc["metadata"]["generation"]), what="observed")
     assert cur["status"]["activeServiceStatus"]["rayClusterName"] == active
     assert not (cur["status"].get("pendingServiceStatus") or {}).get("rayClusterName")
-    reasons = {e["reason"] for e in await events_for(k8s, namespace, "rs")}
-    assert "UpdatedRayCluster" in reasons
+    assert "UpdatedRayCluster" in await reasons_once_written(k8s, namespace, "rs", "UpdatedRayCluster")
 
 
 async def test_a_second_change_replaces_the_pending_cluster(
@@ -497,7 +510,7 @@ async def test_initializing_timeout_is_terminal_and_cleans_up(
         return all(cl["metadata"].get("deletionTimestamp") for cl in items)
 
     await eventually(clusters_deleted, what="its clusters deleted")
-    reasons = [e["reason"] for e in await events_for(k8s, namespace, "rs")]
+    reasons = await reasons_once_written(k8s, namespace, "rs", "RayServiceInitializingTimeout")
     assert reasons.count("RayServiceInitializingTimeout") == 1
 
 
