@@ -26,6 +26,7 @@ from kuberay_py.envtest import Environment
 from tests import external_apis
 from tests.api_objects import controller_refs, get_or_none
 from tests.integration.batchscheduler.test_batch_schedulers import cluster_spec
+from tests.live import update_live
 from tests.polling import eventually
 
 GANG = {"ray.io/gang-scheduling-enabled": "true"}
@@ -130,9 +131,8 @@ async def test_removing_the_gang_label_deletes_both(setup: tuple[Client, str]) -
     client, ns = setup
     await client.create(C.RAYCLUSTERS, raycluster("drop", ns, dict(GANG)), ns)
     await eventually(lambda: get_or_none(client, was.PODGROUPS, "drop-cluster", ns), "the PodGroup")
-    fresh = await client.get(C.RAYCLUSTERS, "drop", ns)
-    fresh["metadata"]["labels"] = {}
-    await client.update(C.RAYCLUSTERS, fresh)
+    # The operator writes the RayCluster too (its status): a read-modify-write retried on 409.
+    await update_live(client, C.RAYCLUSTERS, "drop", ns, lambda o: o["metadata"].update(labels={}))
 
     async def both_gone() -> bool:
         return (
