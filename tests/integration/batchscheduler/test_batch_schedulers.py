@@ -28,6 +28,7 @@ from kuberay_py.client.resources import EVENTS, JOBS, PODS
 from kuberay_py.envtest import Environment
 from tests import external_apis
 from tests.api_objects import controller_refs, get_or_none
+from tests.live import update_live
 from tests.polling import eventually
 
 
@@ -181,9 +182,9 @@ async def test_volcano_raycluster_podgroup_and_pods(client: Client, start: Any) 
     assert sorted(groups) == ["headgroup", "workers"]
 
     # A bigger cluster resizes the PodGroup (syncPodGroup's update).
-    fresh = await client.get(C.RAYCLUSTERS, "rc", ns)
-    fresh["spec"]["workerGroupSpecs"][0]["replicas"] = 3
-    await client.update(C.RAYCLUSTERS, fresh)
+    await update_live(
+        client, C.RAYCLUSTERS, "rc", ns, lambda o: o["spec"]["workerGroupSpecs"][0].update(replicas=3)
+    )
 
     async def resized() -> dict[str, Any] | None:
         got = await client.get(volcano.PODGROUPS, "ray-rc-pg", ns)
@@ -355,9 +356,7 @@ async def test_volcano_rayjob_suspend_shrinks_its_podgroup(client: Client, start
         return bool(name and await get_or_none(client, C.RAYCLUSTERS, str(name), ns))
 
     await eventually(has_cluster, "the RayJob's RayCluster")
-    job = await client.get(C.RAYJOBS, "susp", ns)
-    job["spec"]["suspend"] = True
-    await client.update(C.RAYJOBS, job)
+    await update_live(client, C.RAYJOBS, "susp", ns, lambda o: o["spec"].update(suspend=True))
 
     async def shrunk() -> dict[str, Any] | None:
         pg = await client.get(volcano.PODGROUPS, "ray-susp-pg", ns)

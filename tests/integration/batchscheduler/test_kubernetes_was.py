@@ -100,9 +100,9 @@ async def test_gang_cluster_gets_workload_pod_group_and_scheduling_group(setup: 
         assert pod["spec"]["schedulingGroup"] == {"podGroupName": "gang-cluster"}
 
     # A new size: the stale Workload goes (PodGroup first), then both come back with minCount 4.
-    fresh = await client.get(C.RAYCLUSTERS, "gang", ns)
-    fresh["spec"]["workerGroupSpecs"][0]["replicas"] = 3
-    await client.update(C.RAYCLUSTERS, fresh)
+    await update_live(
+        client, C.RAYCLUSTERS, "gang", ns, lambda o: o["spec"]["workerGroupSpecs"][0].update(replicas=3)
+    )
 
     async def resized() -> bool:
         wl = await get_or_none(client, was.WORKLOADS, "gang", ns)
