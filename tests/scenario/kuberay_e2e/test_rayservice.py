@@ -173,9 +173,18 @@ async def test_update_serve_config_and_ray_cluster_spec_with_upgrade_disabled(sc
     with upgradeStrategy None the new config is applied in place and the cluster is left alone."""
     sc = scenario
     svc = await _ready_sample(sc, upgradeStrategy={"type": "None"})
-    old = await sc.client.get(
-        RAYCLUSTERS, svc["status"]["activeServiceStatus"]["rayClusterName"], sc.namespace
-    )
+    name = svc["status"]["activeServiceStatus"]["rayClusterName"]
+
+    async def settled() -> dict[str, Any] | None:
+        """The RayCluster once its own status is final: the RayService can be Ready (its head
+        serves) before the RayCluster controller has written its workers' readiness."""
+        rc: dict[str, Any] = await sc.client.get(RAYCLUSTERS, name, sc.namespace)
+        status = rc.get("status") or {}
+        desired = status.get("desiredWorkerReplicas")
+        final = status.get("state") == "ready" and status.get("readyWorkerReplicas") == desired
+        return rc if final and status.get("availableWorkerReplicas") == desired else None
+
+    old = await eventually(settled, "the RayCluster's status final")
     await update_live(sc.client, RAYSERVICES, "rayservice-sample", sc.namespace, _price_and_env)
     await answers(sc, "rayservice-sample", "912", "15 pizzas please!")
     after = await sc.client.get(RAYCLUSTERS, old["metadata"]["name"], sc.namespace)
