@@ -7,6 +7,7 @@ Registered through the ``pytest11`` entry point ``kuberay_envtest``. Fixtures:
 * ``envtest_sim`` (session): a second Environment with the cluster simulator running.
 * ``k8s``: a :class:`kuberay_py.client.Client` on ``envtest``, closed after the test.
 * ``namespace``: a new namespace name (``generateName: test-``), deleted after the test.
+* ``k8s_sim`` and ``namespace_sim``: the same two on ``envtest_sim``.
 
 In real mode the session's Environments share control planes (:mod:`kuberay_py.envtest.reuse`):
 an Environment that stops hands its etcd + kube-apiserver, reset to their first ready state, to the
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import pytest
@@ -109,19 +111,45 @@ async def envtest_sim(pytestconfig: pytest.Config) -> AsyncIterator[Environment]
         yield env
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def k8s(envtest: Environment) -> AsyncIterator[Client]:
-    client = envtest.new_client()
+@asynccontextmanager
+async def _client_of(env: Environment) -> AsyncIterator[Client]:
+    client = env.new_client()
     try:
         yield client
     finally:
         await client.close()
 
 
-@pytest_asyncio.fixture(loop_scope="session")
-async def namespace(envtest: Environment) -> AsyncIterator[str]:
-    name = await envtest.create_namespace()
+@asynccontextmanager
+async def _namespace_in(env: Environment) -> AsyncIterator[str]:
+    name = await env.create_namespace()
     try:
         yield name
     finally:
-        await envtest.delete_namespace(name)
+        await env.delete_namespace(name)
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def k8s(envtest: Environment) -> AsyncIterator[Client]:
+    async with _client_of(envtest) as client:
+        yield client
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def namespace(envtest: Environment) -> AsyncIterator[str]:
+    async with _namespace_in(envtest) as name:
+        yield name
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def k8s_sim(envtest_sim: Environment) -> AsyncIterator[Client]:
+    """A client on ``envtest_sim`` (the simulated cluster), closed after the test."""
+    async with _client_of(envtest_sim) as client:
+        yield client
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def namespace_sim(envtest_sim: Environment) -> AsyncIterator[str]:
+    """A fresh namespace in ``envtest_sim``, deleted after the test."""
+    async with _namespace_in(envtest_sim) as name:
+        yield name

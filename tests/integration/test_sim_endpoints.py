@@ -7,11 +7,9 @@ server and on a real kube-apiserver (``KUBEBUILDER_ASSETS``).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from aiohttp import web
 
 from kuberay_py.client import ApiError, Client, NotFound, resources
@@ -19,24 +17,6 @@ from kuberay_py.envtest import Environment
 from tests.polling import eventually
 
 WAIT = 30.0  # eventual consistency on a loaded machine, not a performance figure
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def sim_client(envtest_sim: Environment) -> AsyncIterator[Client]:
-    client = envtest_sim.new_client()
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-@pytest_asyncio.fixture(loop_scope="session")
-async def ns(envtest_sim: Environment) -> AsyncIterator[str]:
-    name = await envtest_sim.create_namespace()
-    try:
-        yield name
-    finally:
-        await envtest_sim.delete_namespace(name)
 
 
 async def serve_on(ip: str, port: int) -> web.AppRunner:
@@ -54,9 +34,9 @@ async def serve_on(ip: str, port: int) -> web.AppRunner:
 
 
 async def test_endpoints_follow_the_pods_and_services_proxy_reaches_them(
-    envtest_sim: Environment, sim_client: Client, ns: str
+    envtest_sim: Environment, k8s_sim: Client, namespace_sim: str
 ) -> None:
-    k8s = sim_client
+    k8s, ns = k8s_sim, namespace_sim
     manual_svc = {
         "apiVersion": "v1",
         "kind": "Service",
