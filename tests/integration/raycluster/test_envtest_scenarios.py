@@ -490,8 +490,7 @@ async def test_ingress_created_and_kept_in_line_with_the_spec(
 async def test_failed_pod_creation_sets_replica_failure_then_recovers(
     operator: Operator, rc_client: Client, rc_namespace: str, crd_env: Environment
 ) -> None:
-    if crd_env.server is None:
-        pytest.skip("fault injection needs the built-in API server")
+    assert crd_env.server is not None  # builtin_only
     ns, name = rc_namespace, "raycluster-quota"
     await rc_client.create(RC, sample_cluster(name, ns, replicas=0), ns)
     await eventually(lambda: head_pods(rc_client, ns, name), "head")
