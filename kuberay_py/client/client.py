@@ -1,10 +1,12 @@
-"""The async API client: raw JSON over one aiohttp session, throttled, with typed errors.
+"""The async API client: raw JSON over keep-alive HTTP/1.1 connections, throttled, with typed errors.
 
 Why not kubernetes_asyncio's generated ``*Api`` classes: its 36.1.0 REST layer does not raise on
 HTTP errors when streaming, retries a 410 watch with the same stale resourceVersion, sends query
 booleans as ``True`` and defaults custom-object patches to JSON patch; and its models cost ~50x
 ``orjson.loads`` per object. So only its configuration loaders are used (see ``config.py``); the
-wire is ours and every rule the API server cares about is explicit here:
+wire is ours (``http1.py``: httptools-parsed HTTP/1.1, because aiohttp's per-request CPU was most of
+what an operator under a 100m quota spends on a write) and every rule the API server cares about is
+explicit here:
 
 * ``Accept: application/json`` on every request, ``Content-Type`` chosen per patch type;
 * query booleans as ``true``/``false``;
@@ -21,24 +23,24 @@ from __future__ import annotations
 import builtins
 import functools
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Literal, TypedDict, Unpack
+from urllib.parse import urlsplit
 
-import aiohttp
 import orjson
-from yarl import URL
 
 from kuberay_py.client import metrics
 from kuberay_py.client.config import ClientConfig
 from kuberay_py.client.errors import Gone, NotFound, TransportError, error_from_response
+from kuberay_py.client.http1 import Origin, Pool, request_target
 from kuberay_py.client.ratelimit import TokenBucket
 from kuberay_py.client.resources import Resource
 from kuberay_py.client.watchstream import decode_event, iter_lines
 from kuberay_py.clock import Clock, RealClock
 from kuberay_py.log import get_logger
 
-__all__ = ["PATCH_CONTENT_TYPES", "Client", "ListQuery", "PatchType", "encode_query"]
+__all__ = ["PATCH_CONTENT_TYPES", "Client", "ListQuery", "PatchType", "RequestObserver", "encode_query"]
 
 log = get_logger("kuberay_py.client")
 
@@ -54,6 +56,7 @@ PATCH_CONTENT_TYPES: dict[str, str] = {
 WATCH_IDLE_GRACE_SECONDS = 30.0
 
 QueryValue = str | int | float | bool | None
+RequestObserver = Callable[[str, str, Sequence[tuple[str, str]]], None]
 
 
 class ListQuery(TypedDict, total=False):
@@ -92,13 +95,20 @@ class Client:
         self.config = config
         self._clock = clock or RealClock()
         self._bucket = TokenBucket(config.qps, config.burst, clock=self._clock)
-        self._base = URL(config.host.rstrip("/"))
-        self.host_label = self._base.raw_authority or config.host
+        self._origin = Origin.parse(
+            config.host,
+            ssl_context=config.ssl_context,
+            server_hostname=config.tls_server_name,
+            proxy=config.proxy,
+        )
+        self._base_url = config.host.rstrip("/")
+        self.host_label = urlsplit(config.host).netloc or config.host
         # The metric children of each (code, method) / method, looked up once: prometheus_client's
         # labels() validates and locks on every call, which every request paid three times.
         self._counted: dict[tuple[str, str], Any] = {}
         self._timed: dict[str, tuple[Any, Any]] = {}
-        self._session: aiohttp.ClientSession | None = None
+        self._connections: Pool | None = None
+        self._observers: list[RequestObserver] = []
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -111,18 +121,24 @@ class Client:
         await self.close()
 
     async def close(self) -> None:
-        if self._session is not None and not self._session.closed:
-            await self._session.close()
-        self._session = None
+        if self._connections is not None:
+            await self._connections.close()
+        self._connections = None
 
-    def _http(self) -> aiohttp.ClientSession:
-        if self._session is None or self._session.closed:
-            # limit=0: watches hold a connection each; the token bucket bounds the request rate.
-            connector = aiohttp.TCPConnector(
-                limit=0, ssl=self.config.ssl_context if self.config.ssl_context is not None else True
-            )
-            self._session = aiohttp.ClientSession(connector=connector, read_bufsize=2**21)
-        return self._session
+    @property
+    def open_connections(self) -> int:
+        """Connections held to the API server now, idle keep-alive ones included."""
+        return 0 if self._connections is None else self._connections.open_count
+
+    def add_request_observer(self, observer: RequestObserver) -> None:
+        """Call ``observer(method, path, query)`` as each request (watches too) is sent: for audits
+        of what a component really asks the API server, such as the RBAC test's."""
+        self._observers.append(observer)
+
+    def _pool(self) -> Pool:
+        if self._connections is None:
+            self._connections = Pool(self._origin)
+        return self._connections
 
     async def _headers(self, content_type: str | None) -> dict[str, str]:
         headers = {"Accept": "application/json", "User-Agent": self.config.user_agent}
@@ -134,9 +150,6 @@ class Client:
         if token:
             headers["Authorization"] = token
         return headers
-
-    def _url(self, path: str) -> URL:
-        return URL(str(self._base) + path)
 
     # -- core ------------------------------------------------------------------------------------
 
@@ -168,30 +181,23 @@ class Client:
             data = orjson.dumps(body)
             content_type = content_type or "application/json"
         method = method.upper()
-        url = self._url(path)
-        params = encode_query(query or {})
+        params = encode_query(query) if query else []
+        target = request_target(self._origin.base_path, path, params)
+        url = self._base_url + path
         attempt = 0
         while True:
             await self._throttle(method)
             headers = await self._headers(content_type)
+            for observer in self._observers:
+                observer(method, path, params)
             started = time.perf_counter()
             try:
-                async with self._http().request(
-                    method,
-                    url,
-                    params=params,
-                    data=data,
-                    headers=headers,
-                    timeout=aiohttp.ClientTimeout(total=self.config.timeout),
-                    proxy=self.config.proxy,
-                    server_hostname=self.config.tls_server_name,
-                ) as resp:
-                    raw = await resp.read()
-                    status = resp.status
-                    retry_after_header = resp.headers.get("Retry-After")
-            except (aiohttp.ClientError, TimeoutError, OSError) as e:
+                resp = await self._pool().request(method, target, headers, data, self.config.timeout)
+            except (TimeoutError, OSError) as e:
                 self._observe("<error>", method, started)
                 raise TransportError(f"{method} {url}: {_describe(e)}") from e
+            status = resp.status
+            raw = resp.body
             self._observe(str(status), method, started)
             if status < 400:
                 if not raw:
@@ -204,6 +210,7 @@ class Client:
                         f"{method} {url}: {status} response is not JSON ({e}): {sample!r}",
                         "UndecodableResponse",
                     ) from e
+            retry_after_header = resp.header("Retry-After")
             error = error_from_response(status, raw, retry_after_header=retry_after_header)
             delay = _retry_delay(status, retry_after_header)
             if delay is not None and attempt < self.config.max_retries:
@@ -366,36 +373,32 @@ class Client:
             if timeout_seconds is not None
             else self.config.watch_idle_timeout
         )
-        url = self._url(res.path(namespace))
+        path = res.path(namespace)
+        url = self._base_url + path
+        params = encode_query(query)
+        target = request_target(self._origin.base_path, path, params)
         await self._throttle("GET")
         headers = await self._headers(None)
+        for observer in self._observers:
+            observer("GET", path, params)
         started = time.perf_counter()
         try:
-            resp = await self._http().get(
-                url,
-                params=encode_query(query),
-                headers=headers,
-                timeout=aiohttp.ClientTimeout(total=None, connect=self.config.timeout, sock_read=idle),
-                proxy=self.config.proxy,
-                server_hostname=self.config.tls_server_name,
-            )
-        except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            resp = await self._pool().stream("GET", target, headers, self.config.timeout, idle)
+        except (TimeoutError, OSError) as e:
             self._observe("<error>", "GET", started)
             raise TransportError(f"watch {url}: {_describe(e)}") from e
         self._observe(str(resp.status), "GET", started)
         try:
             if resp.status >= 400:
                 try:
-                    raw = await resp.content.read(1 << 20)
-                except (aiohttp.ClientError, TimeoutError, OSError):
+                    raw = await resp.read(1 << 20)
+                except (TimeoutError, OSError):
                     raw = b""
-                raise error_from_response(
-                    resp.status, raw, retry_after_header=resp.headers.get("Retry-After")
-                )
+                raise error_from_response(resp.status, raw, retry_after_header=resp.header("Retry-After"))
             try:
-                async for line in iter_lines(resp.content.iter_any()):
+                async for line in iter_lines(resp.chunks()):
                     yield decode_event(line)
-            except (aiohttp.ClientError, TimeoutError, OSError) as e:
+            except (TimeoutError, OSError) as e:
                 raise TransportError(f"watch {url} broke: {_describe(e)}") from e
         finally:
             resp.close()

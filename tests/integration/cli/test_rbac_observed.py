@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import asyncio
 import copy
+from collections.abc import Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
-import aiohttp
 import yaml
 
 from controllers.api.crdgen import write_crds
@@ -25,6 +24,7 @@ from controllers.cli.operator import build_manager
 from controllers.constants import RAYCLUSTERS, RAYSERVICES
 from controllers.raysim import RayPodRuntime
 from kuberay_py.client import Client
+from kuberay_py.client.client import RequestObserver
 from kuberay_py.envtest import Environment
 from tests.api_objects import get_or_none
 from tests.polling import eventually
@@ -37,9 +37,9 @@ WAIT = 240.0  # a bound so a stuck scenario fails; not a performance assertion
 Permission = tuple[str, str, str]
 
 
-def permission(method: str, url: Any) -> Permission | None:
+def permission(method: str, path: str, query: Sequence[tuple[str, str]]) -> Permission | None:
     """The RBAC permission a request needs; None for discovery and non-resource paths."""
-    parts = [p for p in url.path.split("/") if p]
+    parts = [p for p in path.split("/") if p]
     if parts[:1] == ["api"] and len(parts) >= 3:
         group, rest = "", parts[2:]
     elif parts[:1] == ["apis"] and len(parts) >= 4:
@@ -51,7 +51,7 @@ def permission(method: str, url: Any) -> Permission | None:
     resource = rest[0] + (f"/{rest[2]}" if len(rest) > 2 else "")
     named = len(rest) > 1
     verb = {
-        "GET": "get" if named else ("watch" if url.query.get("watch") in ("true", "1") else "list"),
+        "GET": "get" if named else ("watch" if dict(query).get("watch") in ("true", "1") else "list"),
         "POST": "create",
         "PUT": "update",
         "PATCH": "patch",
@@ -60,30 +60,13 @@ def permission(method: str, url: Any) -> Permission | None:
     return group, resource, verb
 
 
-def recorder(seen: set[Permission]) -> aiohttp.TraceConfig:
-    async def on_start(_: aiohttp.ClientSession, __: SimpleNamespace, params: Any) -> None:
-        perm = permission(params.method, params.url)
+def recorder(seen: set[Permission]) -> RequestObserver:
+    def record(method: str, path: str, query: Sequence[tuple[str, str]]) -> None:
+        perm = permission(method, path, query)
         if perm is not None:
             seen.add(perm)
 
-    trace = aiohttp.TraceConfig()
-    trace.on_request_start.append(on_start)
-    return trace
-
-
-def traced_session(client: Client, seen: set[Permission]) -> Any:
-    """A replacement for the client's lazy session factory whose session records requests."""
-
-    def session() -> aiohttp.ClientSession:
-        if client._session is None or client._session.closed:
-            tls = client.config.ssl_context  # real mode: the kubeconfig's CA and client certificate
-            client._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, ssl=tls if tls is not None else True),
-                trace_configs=[recorder(seen)],
-            )
-        return client._session
-
-    return session
+    return record
 
 
 async def _status(client: Client, res: Any, name: str) -> dict[str, Any]:
@@ -106,11 +89,11 @@ async def test_every_request_the_operator_sends_is_allowed_by_rbac(tmp_path: Pat
             metrics_addr="0", health_probe_bind_address="0", leader_election_namespace="default"
         )
         manager = build_manager(env.client_config, flags, leader_election=True)
-        # Test-only: the manager builds its own Clients (controllers, Events, the Lease on its own
-        # thread's loop); each makes its session on first use, in its own loop, recording requests.
+        # The manager builds its own Clients (controllers, Events, the Lease on its own thread's
+        # loop); each reports the requests it sends.
         built = (manager.client, manager.events_client, manager.lease_client or manager.client)
         for client_ in {id(c): c for c in built}.values():
-            client_._http = traced_session(client_, seen)  # type: ignore[method-assign]
+            client_.add_request_observer(recorder(seen))
         run = asyncio.create_task(manager.run(install_signal_handlers=False))
         try:
             for sample in ("ray-cluster.sample.yaml", "ray-service.sample.yaml"):
