@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import inspect
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import orjson
 import pytest
+import uvloop
 
 from kuberay_py.client import Client, ClientConfig, TransportError, resources
 from kuberay_py.client.http1 import request_target
@@ -41,7 +43,9 @@ async def read_request(reader: asyncio.StreamReader) -> tuple[str, bytes] | None
     except asyncio.IncompleteReadError:
         return None
     lines = head.decode("latin-1").split("\r\n")
-    length = next((int(v) for k, _, v in (x.partition(": ") for x in lines) if k.lower() == "content-length"), 0)
+    length = next(
+        (int(v) for k, _, v in (x.partition(": ") for x in lines) if k.lower() == "content-length"), 0
+    )
     body = await reader.readexactly(length) if length else b""
     return lines[0], body
 
@@ -116,7 +120,7 @@ async def test_a_response_that_never_comes_is_a_transport_error_and_the_connecti
         writer.close()
 
     async with raw_server(serve) as port, Client(config(port, timeout=0.2)) as client:
-        with pytest.raises(TransportError, match="no complete response within 0.2 s"):
+        with pytest.raises(TransportError, match=r"no complete response within 0\.2 s"):
             await client.get(resources.PODS, "slow", "ns")
         assert client.open_connections == 0
         assert (await client.get(resources.PODS, "a", "ns"))["kind"] == "Pod"
@@ -149,7 +153,9 @@ async def test_a_watch_event_larger_than_the_read_buffer_arrives_whole_between_s
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
-        writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        )
         payload = b"".join(orjson.dumps(e) + b"\n" for e in events)
         for i in range(0, len(payload), 1 << 16):  # chunk boundaries fall inside events
             piece = payload[i : i + (1 << 16)]
@@ -170,14 +176,17 @@ async def test_a_watch_event_larger_than_the_read_buffer_arrives_whole_between_s
     assert got[1]["object"]["data"]["blob"] == big["data"]["blob"]
 
 
-async def test_https_through_an_http_connect_proxy_with_credentials(
-    tls: dict[str, str], tls_server: tuple[str, list[str | None]]
-) -> None:
+async def test_https_through_an_http_connect_proxy_with_credentials(tls: dict[str, str]) -> None:
     """A kubeconfig's ``proxy-url``: the client asks the proxy for a tunnel, then speaks TLS to the
     API server inside it, so the proxy sees only the CONNECT line and its own credentials."""
-    url, peers = tls_server
-    target = url.removeprefix("https://")
     asked: list[tuple[str, str | None]] = []
+    served: list[str] = []
+
+    async def api_server(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while (req := await read_request(reader)) is not None:
+            served.append(req[0])
+            writer.write(json_response(POD))
+        writer.close()
 
     async def proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
@@ -195,15 +204,21 @@ async def test_https_through_an_http_connect_proxy_with_credentials(
 
         await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer), return_exceptions=True)
 
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(tls["server_crt"], tls["server_key"])
     ca = ssl.create_default_context(cafile=tls["ca"])
-    async with raw_server(proxy) as proxy_port:
-        cfg = ClientConfig(host=url, ssl_context=ca, proxy=f"http://us%40er:p%3Ass@127.0.0.1:{proxy_port}")
+    async with raw_server(api_server, server_tls) as api_port, raw_server(proxy) as proxy_port:
+        cfg = ClientConfig(
+            host=f"https://127.0.0.1:{api_port}",
+            ssl_context=ca,
+            proxy=f"http://us%40er:p%3Ass@127.0.0.1:{proxy_port}",
+        )
         async with Client(cfg) as client:
             assert (await client.get(resources.PODS, "a", "ns"))["metadata"]["name"] == "a"
             assert (await client.get(resources.PODS, "a", "ns"))["metadata"]["name"] == "a"
     expected_auth = "Basic " + base64.b64encode(b"us@er:p:ss").decode()
-    assert asked == [(f"CONNECT {target} HTTP/1.1", expected_auth)]  # one tunnel, reused
-    assert peers == [None, None]  # both requests reached the TLS server through it
+    assert asked == [(f"CONNECT 127.0.0.1:{api_port} HTTP/1.1", expected_auth)]  # one tunnel, reused
+    assert served == ["GET /api/v1/namespaces/ns/pods/a HTTP/1.1"] * 2  # both through it, in TLS
 
 
 async def test_a_proxy_that_refuses_the_tunnel_is_named_in_the_error(
@@ -219,8 +234,25 @@ async def test_a_proxy_that_refuses_the_tunnel_is_named_in_the_error(
     async with raw_server(proxy) as proxy_port:
         cfg = ClientConfig(host=url, proxy=f"http://127.0.0.1:{proxy_port}")
         async with Client(cfg) as client:
-            with pytest.raises(TransportError, match="refused CONNECT: HTTP/1.1 407"):
+            with pytest.raises(TransportError, match=r"refused CONNECT: HTTP/1\.1 407"):
                 await client.get(resources.PODS, "a", "ns")
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        test_requests_share_one_keep_alive_connection,
+        test_a_dropped_keep_alive_connection_repeats_a_get_but_not_a_create,
+        test_bytes_that_are_not_http_are_a_clear_transport_error,
+        test_a_watch_event_larger_than_the_read_buffer_arrives_whole_between_small_ones,
+        test_https_through_an_http_connect_proxy_with_credentials,
+    ],
+    ids=lambda f: f.__name__.removeprefix("test_"),
+)
+def test_the_same_on_uvloop(scenario: Callable[..., Awaitable[None]], tls: dict[str, str]) -> None:
+    """The operator runs on uvloop (``--event-loop``), whose TLS and transports are its own."""
+    wants_tls = "tls" in inspect.signature(scenario).parameters
+    uvloop.run(scenario(tls) if wants_tls else scenario())
 
 
 def test_the_request_target_is_percent_encoded_as_go_encodes_it() -> None:
