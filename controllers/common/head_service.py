@@ -12,11 +12,11 @@ workers reach the GCS before the head is Ready.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from controllers import constants as C
 from controllers.common import cluster as common
+from kuberay_py.objects import json_copy
 
 __all__ = ["build_head_service", "head_service_selector", "port_list", "service_ports"]
 
@@ -70,7 +70,7 @@ def port_list(ports: dict[str, int]) -> list[dict[str, Any]]:
 
 def build_head_service(cluster: dict[str, Any], *, cluster_ip_service: bool = False) -> dict[str, Any]:
     head_spec = common.spec_of(cluster).get("headGroupSpec") or {}
-    template = copy.deepcopy(head_spec.get("headService") or {})
+    template = json_copy(head_spec.get("headService") or {})
     meta = template.get("metadata") or {}
     svc_spec = template.get("spec") or {}
     selector = head_service_selector(cluster)

@@ -7,7 +7,6 @@ init container, metrics port), then volumes, the container command, env vars and
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from controllers import constants as C
@@ -26,6 +25,7 @@ from controllers.raycluster.options import RayClusterOptions
 from controllers.raycluster.pod_defaults import apply_container_env_defaults, apply_template_defaults
 from controllers.raycluster.probes import inject_probes
 from controllers.spechash import recreate_hash
+from kuberay_py.objects import json_copy
 
 __all__ = [
     "WorkerPods",
@@ -224,7 +224,7 @@ def _set_gcs_ft_env(
             continue
         if source.get("valueFrom") is not None:
             container.setdefault("env", []).append(
-                {"name": env_name, "valueFrom": copy.deepcopy(source["valueFrom"])}
+                {"name": env_name, "valueFrom": json_copy(source["valueFrom"])}
             )
         else:
             _append_env(container, env_name, str(source.get("value", "")))
@@ -255,14 +255,14 @@ def _wait_gcs_ready_container(
     }
     for key in ("imagePullPolicy", "securityContext", "env", "volumeMounts"):
         if ray.get(key) is not None:
-            container[key] = copy.deepcopy(ray[key])
+            container[key] = json_copy(ray[key])
     return container
 
 
 def _base_pod(
     cluster: dict[str, Any], group: dict[str, Any], node_type: str, group_name: str, generate_name: str
 ) -> dict[str, Any]:
-    template = copy.deepcopy(group.get("template") or {})
+    template = json_copy(group.get("template") or {})
     meta = template.get("metadata") or {}
     pod_spec = template.get("spec") or {}
     metadata: dict[str, Any] = {

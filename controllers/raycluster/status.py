@@ -8,7 +8,6 @@ changes nothing sends nothing.
 
 from __future__ import annotations
 
-import copy
 from decimal import Decimal
 from typing import Any
 
@@ -27,6 +26,7 @@ from controllers.common.conditions import (
 from controllers.common.objects import generation_of
 from controllers.common.pods import is_running_and_ready
 from controllers.common.quantity import Format, QuantityError, format_quantity, parse_with_format
+from kuberay_py.objects import json_copy
 
 __all__ = ["SIGNIFICANT_FIELDS", "compute_status", "status_differs"]
 
@@ -238,7 +238,7 @@ def compute_status(
     ``spec.suspend`` with no Pod left, as before the gate.
     """
     old = cluster.get("status") or {}
-    status = copy.deepcopy(old)
+    status = json_copy(old)
     spec = common.spec_of(cluster)
     conditions: list[Condition] = status.setdefault("conditions", [])
     status["observedGeneration"] = generation_of(cluster)

@@ -8,7 +8,6 @@ own write remembered until the watch shows it, so a lagging cache causes no 409 
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from controllers import constants as C
@@ -21,7 +20,7 @@ from controllers.raycluster.status import status_differs
 from kuberay_py.client import Conflict, NotFound
 from kuberay_py.clock import format_rfc3339
 from kuberay_py.log import get_logger
-from kuberay_py.objects import Obj
+from kuberay_py.objects import Obj, json_copy
 
 __all__ = [
     "became_suspending",
@@ -81,7 +80,7 @@ def _status_body(ctx: ClusterContext, new_status: Obj) -> Obj:
     return {
         "apiVersion": C.RAYCLUSTERS.api_version,
         "kind": C.RAYCLUSTERS.kind,
-        "metadata": copy.deepcopy(ctx.cluster["metadata"]),
+        "metadata": json_copy(ctx.cluster["metadata"]),
         "spec": ctx.cluster.get("spec"),
         "status": new_status,
     }
@@ -122,7 +121,7 @@ async def report_invalid(ctx: ClusterContext, errors: list[Any]) -> None:
     status = cluster.get("status") or {}
     if status.get("reason") == report.message:
         return
-    new_status = copy.deepcopy(status)
+    new_status = json_copy(status)
     new_status["reason"] = report.message
     try:
         await ctx.deps.client.update_status(C.RAYCLUSTERS, _status_body(ctx, new_status))
