@@ -76,7 +76,7 @@ def _slim_container(container: Any) -> Any:
     env = [
         e
         for e in container.get("env") or ()
-        if isinstance(e, dict) and str(e.get("name", "")).startswith(AUTH_ENV_PREFIX)
+        if type(e) is dict and type(n := e.get("name")) is str and n.startswith(AUTH_ENV_PREFIX)
     ]
     if env:
         out["env"] = _intern(env)
