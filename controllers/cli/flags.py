@@ -169,6 +169,9 @@ class OperatorFlags:
     log_stacktrace_level: str = ""
     head_proxy_health_concurrency: int = 16
     head_proxy_health_period: float = 5.0
+    # uvloop (libuv, its TLS in C): ~15 % less CPU per API request than asyncio's loop, which
+    # decides how fast the operator converges under the chart's 100m limit. asyncio: the stdlib loop.
+    event_loop: str = "uvloop"
     graceful_shutdown_timeout: float = 30.0
     # None: KubeRay's RAYCLUSTER_DEFAULT_REQUEUE_SECONDS_ENV, else 300 s.
     raycluster_resync_period: float | None = None
@@ -508,6 +511,13 @@ def build_run_flagset(values: dict[str, Any], program: str = "kuberay-operator")
         _checked(_positive_float),
         "seconds between checks of one head Pod's Serve proxy",
         "5",
+    )
+    define(
+        "event-loop",
+        "event_loop",
+        _choice("uvloop", "asyncio", lower=False, what="event loop"),
+        "the asyncio event loop implementation: uvloop or asyncio (the standard library's)",
+        "uvloop",
     )
     define(
         "raycronjob-missed-ticks",

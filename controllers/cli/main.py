@@ -71,4 +71,4 @@ def main(argv: list[str] | None = None) -> int:
     async def operator() -> int:
         return await run_operator(flags)
 
-    return anyio.run(operator)
+    return anyio.run(operator, backend_options={"use_uvloop": flags.event_loop == "uvloop"})
