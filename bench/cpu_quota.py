@@ -217,12 +217,14 @@ class Operator:
             throttle.start_duty_cycle(self.proc.pid)
         self.metrics_url = ""
         self.tail: list[str] = []  # its last log lines, shown if it exits early
+        self.log_lines = 0  # every line it logged: each one was rendered and written on its CPU
         self._ready = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
         assert self.proc.stderr is not None
         for line in self.proc.stderr:
+            self.log_lines += 1
             self.tail = [*self.tail[-40:], line.rstrip()]
             with contextlib.suppress(ValueError):
                 rec = json.loads(line)
@@ -251,8 +253,14 @@ class Operator:
         return 0
 
     def cpu_s(self) -> float:
+        user, system = self.cpu_split_s()
+        return user + system
+
+    def cpu_split_s(self) -> tuple[float, float]:
+        """User and kernel CPU seconds (each socket write and epoll wake-up is kernel time)."""
         fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        tick = os.sysconf("SC_CLK_TCK")
+        return int(fields[11]) / tick, int(fields[12]) / tick
 
     def stop(self) -> int:
         self.proc.send_signal(signal.SIGCONT)

@@ -35,6 +35,7 @@ import argparse
 import asyncio
 import contextlib
 import copy
+import functools
 import json
 import os
 import signal
@@ -54,7 +55,7 @@ sys.path.insert(0, str(ROOT))
 from bench.cpu_quota import Operator, Throttle, interrupt  # noqa: E402
 from controllers.constants import RAYCLUSTERS  # noqa: E402
 from kuberay_py.client import Client, load_config  # noqa: E402
-from kuberay_py.client.resources import NAMESPACES, PODS  # noqa: E402
+from kuberay_py.client.resources import EVENTS, NAMESPACES, PODS  # noqa: E402
 
 SAMPLE = ROOT / "config" / "samples" / "ray-cluster.sample.yaml"
 CRDS = ROOT / "config" / "crd" / "bases"
@@ -175,21 +176,32 @@ async def run_case(
             await asyncio.to_thread(op.wait_serving, 300)
             await asyncio.sleep(1.0)  # leader election and the caches' first lists
             if case == "converge":
-                cpu0, writes0 = op.cpu_s(), await asyncio.to_thread(writes, op)
+                cpu0, writes0 = op.cpu_split_s(), await asyncio.to_thread(writes, op)
+                lines0 = op.log_lines
                 profiling = toggle_profile(op, arm, on=True)
                 start = time.monotonic()
                 for i in range(args.clusters):
                     await client.create(RAYCLUSTERS, cluster(f"rc-{i:03d}", args.workers), ns)
                 last = await watch.until(None, args.clusters * (args.workers + 1), args.timeout, op)
                 profiling = toggle_profile(op, arm, on=False)
-                result.update(wall_s=round(last - start, 2), operator_cpu_s=round(op.cpu_s() - cpu0, 3))
+                result.update(
+                    wall_s=round(last - start, 2),
+                    operator_cpu_s=round(op.cpu_s() - sum(cpu0), 3),
+                    operator_kernel_cpu_s=round(op.cpu_split_s()[1] - cpu0[1], 3),
+                    log_lines=op.log_lines - lines0,
+                )
                 await asyncio.sleep(2.0)  # the status writes after the last Pod
                 cpu1 = op.cpu_s()
                 profiling = toggle_profile(op, arm, on=True)  # the idle window: <label>-2.pstats
                 await asyncio.sleep(args.idle)
                 profiling = toggle_profile(op, arm, on=False)
                 writes1 = await asyncio.to_thread(writes, op)
+                events = await client.list_all(EVENTS, ns)
+                reasons: dict[str, int] = {}
+                for event in events["items"]:
+                    reasons[event.get("reason", "")] = reasons.get(event.get("reason", ""), 0) + 1
                 result.update(
+                    events_by_reason=dict(sorted(reasons.items())),
                     idle_cpu_s=round(op.cpu_s() - cpu1, 3),
                     api_writes=int(writes1[0] - writes0[0]),  # the status writes after the Pods too
                     reconciles=int(writes1[1] - writes0[1]),
@@ -202,7 +214,7 @@ async def run_case(
                         await client.create(RAYCLUSTERS, cluster(name, 0), ns)
                     await watch.until(None, 2, args.timeout, op)  # the two heads
                     await asyncio.sleep(2.0)
-                cpu0 = op.cpu_s()
+                cpu0 = op.cpu_split_s()
                 profiling = toggle_profile(op, arm, on=True)
                 start = time.monotonic()
                 if scale:
@@ -225,7 +237,8 @@ async def run_case(
                     big_pods_when_small_done=sum(
                         1 for t in watch.seen.get("big", {}).values() if t <= small_done
                     ),
-                    operator_cpu_s=round(op.cpu_s() - cpu0, 3),
+                    operator_cpu_s=round(op.cpu_s() - sum(cpu0), 3),
+                    operator_kernel_cpu_s=round(op.cpu_split_s()[1] - cpu0[1], 3),
                 )
         except Failed as exc:
             result["failed"] = str(exc)
@@ -269,7 +282,18 @@ def main() -> None:
     p.add_argument("--quota-only", action="store_true", help="skip the unthrottled runs")
     p.add_argument("--baseline", type=Path, help="another checkout whose operator runs the same cases")
     p.add_argument("--profile", type=Path, help="record py-spy raw stacks of each run into this directory")
+    p.add_argument(
+        "--baseline-python",
+        type=Path,
+        help="the interpreter (a venv's python) whose kuberay-operator the baseline arm runs",
+    )
     p.add_argument("--timeout", type=float, default=600.0)
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds of each case, new and baseline alternating; ratios are the median round's",
+    )
     args = p.parse_args()
     cases = [c for c in args.cases.split(",") if c]
     for c in cases:
@@ -281,40 +305,55 @@ def main() -> None:
         modes.append(("100m", throttle))
     trees = [("new", ROOT)] + ([("baseline", args.baseline.resolve())] if args.baseline else [])
 
-    def command(label: str) -> tuple[str, ...]:
+    def command(label: str, python: Path) -> tuple[str, ...]:
         if args.profile is None:
-            return (str(Path(sys.executable).with_name("kuberay-operator")),)
+            return (str(python.with_name("kuberay-operator")),)
         args.profile.mkdir(parents=True, exist_ok=True)
         out = args.profile.resolve() / f"{label}.pstats"
-        return (sys.executable, str(ROOT / "bench" / "profiled_operator.py"), str(out))
+        return (str(python), str(ROOT / "bench" / "profiled_operator.py"), str(out))
 
     results: dict[str, Any] = {}
+    rounds: dict[str, list[dict[str, Any]]] = {}
     try:
         with tempfile.TemporaryDirectory(prefix="kuberay-quota-fairness-") as tmp:
             with control_plane(Path(tmp)) as kubeconfig:
                 for case in cases:
                     for mode, thr in modes:
-                        for tree_name, tree in trees:
-                            arm = {
-                                "name": f"{mode}-{tree_name}",
-                                "throttle": thr,
-                                "env": dict(os.environ, PYTHONPATH=str(tree)),
-                                "command": command,
-                                "profiled": args.profile is not None,
-                            }
-                            key = f"{case}/{mode}/{tree_name}"
-                            results[key] = asyncio.run(run_case(case, kubeconfig, args, arm))
+                        for round_ in range(args.repeat):
+                            for tree_name, tree in trees:
+                                suffix = f"-r{round_}" if args.repeat > 1 else ""
+                                arm = {
+                                    "name": f"{mode}-{tree_name}{suffix}",
+                                    "throttle": thr,
+                                    "env": dict(os.environ, PYTHONPATH=str(tree)),
+                                    "command": functools.partial(
+                                        command,
+                                        python=(args.baseline_python if tree_name == "baseline" else None)
+                                        or Path(sys.executable),
+                                    ),
+                                    "profiled": args.profile is not None,
+                                }
+                                key = f"{case}/{mode}/{tree_name}"
+                                result = asyncio.run(run_case(case, kubeconfig, args, arm))
+                                rounds.setdefault(key, []).append(result)
+                                results[key + suffix.replace("-", "/")] = result
     finally:
         throttle.close()
 
     ratios: dict[str, float] = {}
-    for key, value in results.items():
+    for key, news in rounds.items():
         if not key.endswith("/new"):
             continue
-        base = results.get(key.removesuffix("/new") + "/baseline")
+        bases = rounds.get(key.removesuffix("/new") + "/baseline") or []
         for field in ("wall_s", "operator_cpu_s", "api_writes", "idle_cpu_s", "small_s"):
-            if base and base.get(field) and value.get(field) is not None:
-                ratios[f"{key.removesuffix('/new')}/{field}"] = round(value[field] / base[field], 3)
+            # Per round, new over the baseline run right after it, so both saw the same load.
+            per_round = sorted(
+                new[field] / base[field]
+                for new, base in zip(news, bases, strict=False)
+                if base.get(field) and new.get(field) is not None
+            )
+            if per_round:
+                ratios[f"{key.removesuffix('/new')}/{field}"] = round(per_round[len(per_round) // 2], 3)
     summary = {
         "workload": {
             "clusters": args.clusters,
