@@ -64,17 +64,25 @@ class Progress:
 
 
 async def test_converged_rayservice_makes_zero_writes(rig: Rig) -> None:
+    """Judged on a window in which the world stood still: if the simulated kubelet changed a Pod's
+    status meanwhile (a readiness probe that timed out on a loaded machine: the fake Ray shares the
+    test's event loop), the operator rightly reacted to it, so the window is taken again once
+    everything is back, at most three times."""
     async with InProcessOperator(rig) as operator:
-        await _converged(rig)
-
-        before = await rig.rs()
         log = rig.env.request_log
-        await log.clear()
-        since = Progress.now()
-        for res in (RAYSERVICES, RAYCLUSTERS, PODS):
-            operator.manager.cache.informer_for(res).resync()
-        await eventually(since.a_round_passed, "a resync round and 10 head-proxy checks")
-        records = await log.records()
+        for _ in range(3):
+            await _converged(rig)
+            before = await rig.rs()
+            await log.clear()
+            since = Progress.now()
+            for res in (RAYSERVICES, RAYCLUSTERS, PODS):
+                operator.manager.cache.informer_for(res).resync()
+            await eventually(since.a_round_passed, "a resync round and 10 head-proxy checks")
+            records = await log.records()
+            if not any(r.resource == "pods/status" for r in records):
+                break
+        else:
+            raise AssertionError("a Pod's status changed in each of three windows; no quiet window to judge")
         writes = [r for r in records if r.verb in WRITES]
         reads = [r for r in records if r.verb in ("get", "list")]
 
