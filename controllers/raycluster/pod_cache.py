@@ -46,18 +46,19 @@ _intern_str = sys.intern
 
 
 def _intern(value: Any) -> Any:
-    """``value`` with its strings interned: equal strings across Pods become one object.
+    """``value`` with its string values interned: equal strings across Pods become one object.
 
-    Runs on every Pod watch event, so the common leaves (keys, short string values) are interned
-    inline instead of by a recursive call each; decoded JSON holds only exact ``str``/``dict``/
-    ``list`` types, so ``type() is`` is exact.
+    Keys are left alone: orjson already decodes equal map keys (up to 64 bytes) to one cached
+    object. Runs on every Pod watch event, so short string values are interned inline instead of
+    by a recursive call each; decoded JSON holds only exact ``str``/``dict``/``list`` types, so
+    ``type() is`` is exact.
     """
     kind = type(value)
     if kind is str:
         return _intern_str(value) if len(value) <= _INTERN_MAX else value
     if kind is dict:
         return {
-            _intern_str(k): (_intern_str(v) if len(v) <= _INTERN_MAX else v) if type(v) is str else _intern(v)
+            k: (_intern_str(v) if len(v) <= _INTERN_MAX else v) if type(v) is str else _intern(v)
             for k, v in value.items()
         }
     if kind is list:

@@ -33,7 +33,7 @@ import orjson
 from kuberay_py.client import metrics
 from kuberay_py.client.config import ClientConfig
 from kuberay_py.client.errors import Gone, NotFound, TransportError, error_from_response
-from kuberay_py.client.http1 import Origin, Pool, request_target
+from kuberay_py.client.http1 import Origin, Pool, header_line, request_target
 from kuberay_py.client.ratelimit import TokenBucket
 from kuberay_py.client.resources import Resource
 from kuberay_py.client.watchstream import decode_event, iter_lines
@@ -109,6 +109,12 @@ class Client:
         self._timed: dict[str, tuple[Any, Any]] = {}
         self._connections: Pool | None = None
         self._observers: list[RequestObserver] = []
+        # The head lines every request sends, rendered once.
+        self._static_headers = header_line("Accept", "application/json") + header_line(
+            "User-Agent", config.user_agent
+        )
+        self._token_header = header_line("Authorization", config.token) if config.token else ""
+        self._content_types: dict[str, str] = {}
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -140,16 +146,17 @@ class Client:
             self._connections = Pool(self._origin)
         return self._connections
 
-    async def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": self.config.user_agent}
+    async def _headers(self, content_type: str | None) -> str:
+        lines = self._static_headers
         if content_type:
-            headers["Content-Type"] = content_type
-        token = self.config.token
-        if self.config.token_source is not None:
-            token = await self.config.token_source() or token
-        if token:
-            headers["Authorization"] = token
-        return headers
+            line = self._content_types.get(content_type)
+            if line is None:
+                line = self._content_types[content_type] = header_line("Content-Type", content_type)
+            lines += line
+        if self.config.token_source is None:
+            return lines + self._token_header
+        token = await self.config.token_source() or self.config.token
+        return lines + header_line("Authorization", token) if token else lines
 
     # -- core ------------------------------------------------------------------------------------
 

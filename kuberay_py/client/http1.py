@@ -23,13 +23,22 @@ import base64
 import collections
 import ssl
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlencode, urlsplit
 
 import httptools
 
-__all__ = ["HTTPTransportError", "Origin", "Pool", "Response", "Stream", "find_header", "request_target"]
+__all__ = [
+    "HTTPTransportError",
+    "Origin",
+    "Pool",
+    "Response",
+    "Stream",
+    "find_header",
+    "header_line",
+    "request_target",
+]
 
 _REPEATABLE = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 _PATH_SAFE = "/:@!$&'()*+,;=~-._"
@@ -109,18 +118,18 @@ def request_target(base_path: str, path: str, query: Sequence[tuple[str, str]] =
     return f"{target}?{urlencode(query)}" if query else target
 
 
-def encode_head(
-    method: str, target: str, host: str, headers: Mapping[str, str], body_len: int | None
-) -> bytes:
-    lines = [f"{method} {target} HTTP/1.1\r\nHost: {host}\r\n"]
-    for name, value in headers.items():
-        if "\n" in value or "\r" in value:
-            raise ValueError(f"header {name} holds a line break")
-        lines.append(f"{name}: {value}\r\n")
-    if body_len is not None:
-        lines.append(f"Content-Length: {body_len}\r\n")
-    lines.append("\r\n")
-    return "".join(lines).encode("latin-1")
+def header_line(name: str, value: str) -> str:
+    """One ``Name: value`` line of a request head; a line break in it would split the head."""
+    if "\n" in value or "\r" in value:
+        raise ValueError(f"header {name} holds a line break")
+    return f"{name}: {value}\r\n"
+
+
+def encode_head(method: str, target: str, host: str, header_lines: str, body_len: int | None) -> bytes:
+    """A request head; ``header_lines`` are :func:`header_line` results, rendered once per client
+    where they do not change (every request of an operator sends the same few)."""
+    length = f"Content-Length: {body_len}\r\n" if body_len is not None else ""
+    return f"{method} {target} HTTP/1.1\r\nHost: {host}\r\n{header_lines}{length}\r\n".encode("latin-1")
 
 
 class _Connection(asyncio.Protocol):
@@ -359,7 +368,7 @@ class Pool:
         self,
         method: str,
         target: str,
-        headers: Mapping[str, str],
+        headers: str,
         body: bytes | None,
         timeout: float,
     ) -> Response:
@@ -393,7 +402,7 @@ class Pool:
         self,
         method: str,
         target: str,
-        headers: Mapping[str, str],
+        headers: str,
         connect_timeout: float,
         idle_timeout: float | None,
     ) -> Stream:

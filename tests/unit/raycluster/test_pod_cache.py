@@ -298,6 +298,9 @@ def test_repeated_strings_are_shared_between_pods() -> None:
     assert a["metadata"]["namespace"] is b["metadata"]["namespace"]
     assert a["metadata"]["ownerReferences"][0]["uid"] is b["metadata"]["ownerReferences"][0]["uid"]
     assert a["status"]["conditions"][0]["type"] is b["status"]["conditions"][0]["type"]
+    # keys are not interned again: orjson decodes equal map keys to one cached object
+    for key_a, key_b in zip(a["metadata"]["labels"], b["metadata"]["labels"], strict=True):
+        assert key_a is key_b
 
 
 def test_slim_pod_tolerates_partial_objects() -> None:
