@@ -41,7 +41,7 @@ __all__ = [
 ]
 
 _REPEATABLE = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
-_PATH_SAFE = "/:@!$&'()*+,;=~-._"
+_PATH_SAFE = "/:@!$&'()*+,;=~-._%"  # "%": an escape already in the path stays as it is
 _HIGH_WATER = 1 << 21  # buffered watch bytes before the socket stops being read
 _LOW_WATER = 1 << 19
 
@@ -113,9 +113,14 @@ def find_header(raw_headers: list[tuple[bytes, bytes]], name: str) -> str | None
 
 def request_target(base_path: str, path: str, query: Sequence[tuple[str, str]] = ()) -> str:
     """The origin-form target: the percent-encoded path and a ``+``-for-space query, as Go's
-    ``url.Values.Encode`` writes it (kube-apiserver decodes either form)."""
+    ``url.Values.Encode`` writes it (kube-apiserver decodes either form). A query already in
+    ``path`` (``…/pods?limit=5``) is kept as written, escapes already in it too, and ``query``
+    follows it."""
+    path, _, written = path.partition("?")
     target = quote(base_path + path, safe=_PATH_SAFE)
-    return f"{target}?{urlencode(query)}" if query else target
+    encoded = urlencode(query) if query else ""
+    joined = "&".join(part for part in (written, encoded) if part)
+    return f"{target}?{joined}" if joined else target
 
 
 def header_line(name: str, value: str) -> str:

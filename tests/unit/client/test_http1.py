@@ -265,3 +265,8 @@ def test_the_request_target_is_percent_encoded_as_go_encodes_it() -> None:
         "/k8s/clusters/c-1/api/v1/namespaces/ns/pods"
         "?labelSelector=ray.io%2Fnode-type+in+%28worker%29%2Capp%21%3Dx&limit=5"
     )
+    # a query written into the path (as a raw request gives it) stays as written, then ``query``
+    assert request_target("", "/api/v1/pods?labelSelector=a%20in%20b", [("limit", "1")]) == (
+        "/api/v1/pods?labelSelector=a%20in%20b&limit=1"
+    )
+    assert request_target("", "/api/v1/namespaces/ns/pods/a b") == "/api/v1/namespaces/ns/pods/a%20b"
