@@ -162,6 +162,28 @@ async def test_multiple_namespaces_merge_and_relist_only_their_own(api: FakeApi,
         assert cache.list(resources.PODS, "b")[0]["metadata"]["namespace"] == "b"
 
 
+async def test_lists_by_label_and_owner_keep_to_their_namespace(api: FakeApi, client: Client) -> None:
+    """Namespaces "a" and "a-b" (one name a prefix of the other) hold Pods with the same label and
+    the same controller; a list in one returns only its own."""
+    for ns in ("a", "a-b"):
+        api.create(
+            "p",
+            ns=ns,
+            labels={"ray.io/cluster": "rc"},
+            ownerReferences=[{"uid": "rc-uid", "controller": True}],
+        )
+    cache = Cache(client, clock=FakeClock())
+    cache.informer_for(resources.PODS)
+    async with running(cache):
+        assert await cache.wait_for_cache_sync()
+        for ns in ("a", "a-b"):
+            by_label = cache.list(resources.PODS, ns, labels={"ray.io/cluster": "rc"})
+            by_owner = cache.list_owned(resources.PODS, "rc-uid", ns)
+            assert [p["metadata"]["namespace"] for p in by_label] == [ns]
+            assert [p["metadata"]["namespace"] for p in by_owner] == [ns]
+        assert len(cache.list(resources.PODS, labels={"ray.io/cluster": "rc"})) == 2
+
+
 async def test_cluster_scoped_resources_ignore_namespaces(api: FakeApi, client: Client) -> None:
     cache = Cache(client, namespaces=["a", "b"], clock=FakeClock())
     assert len(cache.informer_for(resources.NODES).reflectors) == 1
