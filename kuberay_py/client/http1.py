@@ -382,26 +382,11 @@ class Pool:
         )
         if body:
             data += body
-        for _ in range(2):
-            conn = await self._acquire(timeout)
-            reused = conn.used
-            conn.begin(streaming=False)
-            try:
-                await conn.send(data, timeout)
-            except HTTPTransportError:
-                conn.abort()
-                self._forget(conn)
-                if reused and not conn.started and (body is None or method in _REPEATABLE):
-                    continue  # the server had closed the idle connection; a fresh one will do
-                raise
-            except BaseException:
-                conn.abort()
-                self._forget(conn)
-                raise
-            response = conn.response()
-            self.release(conn)
-            return response
-        raise AssertionError("unreachable")
+        repeatable = body is None or method in _REPEATABLE
+        conn = await self._exchange(data, timeout, streaming=False, repeatable=repeatable)
+        response = conn.response()
+        self.release(conn)
+        return response
 
     async def stream(
         self,
@@ -412,23 +397,29 @@ class Pool:
         idle_timeout: float | None,
     ) -> Stream:
         data = encode_head(method, self._absolute + target, self.origin.authority, headers, None)
-        for _ in range(2):
-            conn = await self._acquire(connect_timeout)
+        conn = await self._exchange(data, connect_timeout, streaming=True, repeatable=True)
+        return Stream(self, conn, idle_timeout)
+
+    async def _exchange(
+        self, data: bytes, timeout: float, *, streaming: bool, repeatable: bool
+    ) -> _Connection:
+        """Send ``data`` on a pooled connection and wait for the whole response (its head when
+        ``streaming``); once more on a new connection when a reused one turns out to have been
+        closed by the server before a byte of the response, if the request is ``repeatable``."""
+        for attempt in range(2):
+            conn = await self._acquire(timeout)
             reused = conn.used
-            conn.begin(streaming=True)
+            conn.begin(streaming=streaming)
             try:
-                await conn.send(data, connect_timeout)
-            except HTTPTransportError:
+                await conn.send(data, timeout)
+            except BaseException as e:
                 conn.abort()
                 self._forget(conn)
-                if reused and not conn.started:
+                stale = isinstance(e, HTTPTransportError) and reused and not conn.started
+                if stale and repeatable and attempt == 0:
                     continue
                 raise
-            except BaseException:
-                conn.abort()
-                self._forget(conn)
-                raise
-            return Stream(self, conn, idle_timeout)
+            return conn
         raise AssertionError("unreachable")
 
     @property
