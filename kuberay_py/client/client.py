@@ -4,9 +4,9 @@ Why not kubernetes_asyncio's generated ``*Api`` classes: its 36.1.0 REST layer d
 HTTP errors when streaming, retries a 410 watch with the same stale resourceVersion, sends query
 booleans as ``True`` and defaults custom-object patches to JSON patch; and its models cost ~50x
 ``orjson.loads`` per object. So only its configuration loaders are used (see ``config.py``); the
-wire is ours (``http1.py``: httptools-parsed HTTP/1.1, because aiohttp's per-request CPU was most of
-what an operator under a 100m quota spends on a write) and every rule the API server cares about is
-explicit here:
+wire is ours (``http1.py``: httptools-parsed HTTP/1.1, because aiohttp's client machinery cost a
+third more CPU per write, and under a 100m quota an operator's CPU is its pace) and every rule the
+API server cares about is explicit here:
 
 * ``Accept: application/json`` on every request, ``Content-Type`` chosen per patch type;
 * query booleans as ``true``/``false``;

@@ -22,7 +22,6 @@ import asyncio
 import base64
 import collections
 import ssl
-import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from urllib.parse import quote, unquote, urlencode, urlsplit
@@ -160,7 +159,7 @@ class _Connection(asyncio.Protocol):
         self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
         self._paused = False
-        self.last_activity = 0.0
+        self.last_activity = 0.0  # loop.time() of the last bytes (the idle deadline is on the loop's clock)
         self.tunnel: asyncio.StreamWriter | None = None  # the proxy connection under the TLS
 
     # -- asyncio.Protocol ------------------------------------------------------------------------
@@ -171,7 +170,7 @@ class _Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         self._started = True
         if self._streaming:
-            self.last_activity = time.monotonic()
+            self.last_activity = self._loop.time()
         try:
             self._parser.feed_data(data)
         except httptools.HttpParserError as e:
@@ -226,7 +225,7 @@ class _Connection(asyncio.Protocol):
         self._done = False
         self._error = None
         self._streaming = streaming
-        self.last_activity = time.monotonic()
+        self.last_activity = self._loop.time()
 
     def send(self, data: bytes, timeout: float) -> asyncio.Future[None]:
         """Write a request; the future ends with the whole response (or, streaming, its head)."""
@@ -306,7 +305,7 @@ class _Connection(asyncio.Protocol):
 
     def _check_idle(self, idle: float) -> None:
         self._timer = None
-        if time.monotonic() - self.last_activity >= idle:
+        if self._loop.time() - self.last_activity >= idle:
             self._fail(TimeoutError(f"no bytes for {idle:g} s"))
             self.abort()
         else:
