@@ -112,15 +112,6 @@ async def envtest_sim(pytestconfig: pytest.Config) -> AsyncIterator[Environment]
 
 
 @asynccontextmanager
-async def _client_of(env: Environment) -> AsyncIterator[Client]:
-    client = env.new_client()
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
-@asynccontextmanager
 async def _namespace_in(env: Environment) -> AsyncIterator[str]:
     name = await env.create_namespace()
     try:
@@ -131,7 +122,7 @@ async def _namespace_in(env: Environment) -> AsyncIterator[str]:
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def k8s(envtest: Environment) -> AsyncIterator[Client]:
-    async with _client_of(envtest) as client:
+    async with envtest.new_client() as client:
         yield client
 
 
@@ -144,7 +135,7 @@ async def namespace(envtest: Environment) -> AsyncIterator[str]:
 @pytest_asyncio.fixture(loop_scope="session")
 async def k8s_sim(envtest_sim: Environment) -> AsyncIterator[Client]:
     """A client on ``envtest_sim`` (the simulated cluster), closed after the test."""
-    async with _client_of(envtest_sim) as client:
+    async with envtest_sim.new_client() as client:
         yield client
 
 
