@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import collections
+import functools
 import ssl
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
@@ -43,6 +44,13 @@ _REPEATABLE = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 _PATH_SAFE = "/:@!$&'()*+,;=~-._%"  # "%": an escape already in the path stays as it is
 _HIGH_WATER = 1 << 21  # buffered watch bytes before the socket stops being read
 _LOW_WATER = 1 << 19
+
+
+@functools.cache
+def _system_tls() -> ssl.SSLContext:
+    """Verification against the system CAs, loaded once: every client without a CA of its own
+    shares it (reading the CA store costs milliseconds of start-up per context)."""
+    return ssl.create_default_context()
 
 
 class HTTPTransportError(OSError):
@@ -74,7 +82,7 @@ class Origin:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL with a host: {url!r}")
         tls = parts.scheme == "https"
-        context = ssl_context if ssl_context is not None or not tls else ssl.create_default_context()
+        context = ssl_context if ssl_context is not None or not tls else _system_tls()
         return cls(
             scheme=parts.scheme,
             host=parts.hostname,
@@ -156,6 +164,7 @@ class _Connection(asyncio.Protocol):
         self._timer: asyncio.TimerHandle | None = None
         # streaming
         self._streaming = False
+        self._idle: float | None = None  # a stream's idle deadline, checked by one timer
         self._chunks: collections.deque[bytes] = collections.deque()
         self._buffered = 0
         self._paused = False
@@ -195,7 +204,11 @@ class _Connection(asyncio.Protocol):
         self._status = self._parser.get_status_code()
         self._keep_alive = self._parser.should_keep_alive()
         if self._streaming:
-            self._cancel_timer()  # the deadline covered the response's start; idle time rules now
+            # The request's deadline covered the response's start; from here the idle deadline
+            # rules, one timer for the whole stream that re-arms itself from the last bytes.
+            self._cancel_timer()
+            if self._idle is not None:
+                self._arm_idle(self._idle)
             self._wake()
 
     def on_body(self, body: bytes) -> None:
@@ -216,7 +229,7 @@ class _Connection(asyncio.Protocol):
 
     # -- use ---------------------------------------------------------------------------------------
 
-    def begin(self, streaming: bool) -> None:
+    def begin(self, streaming: bool, idle: float | None = None) -> None:
         self.used = True
         self._started = False
         self._status = 0
@@ -225,6 +238,7 @@ class _Connection(asyncio.Protocol):
         self._done = False
         self._error = None
         self._streaming = streaming
+        self._idle = idle
         self.last_activity = self._loop.time()
 
     def send(self, data: bytes, timeout: float) -> asyncio.Future[None]:
@@ -249,7 +263,7 @@ class _Connection(asyncio.Protocol):
     def status_and_headers(self) -> tuple[int, list[tuple[bytes, bytes]]]:
         return self._status, self._headers
 
-    async def next_chunk(self, idle: float | None) -> bytes | None:
+    async def next_chunk(self) -> bytes | None:
         """The next body bytes of a streamed response, ``None`` at its end."""
         while not self._chunks:
             if self._error is not None:
@@ -257,12 +271,7 @@ class _Connection(asyncio.Protocol):
             if self._done:
                 return None
             self._waiter = self._loop.create_future()
-            if idle is not None:
-                self._arm_idle(idle)
-            try:
-                await self._waiter
-            finally:
-                self._cancel_timer()
+            await self._waiter
         chunk = self._chunks.popleft()
         self._buffered -= len(chunk)
         if self._paused and self._buffered < _LOW_WATER and self.transport is not None:
@@ -305,7 +314,10 @@ class _Connection(asyncio.Protocol):
 
     def _check_idle(self, idle: float) -> None:
         self._timer = None
-        if self._loop.time() - self.last_activity >= idle:
+        now = self._loop.time()
+        if self._chunks:  # the reader is behind (reading may be paused), not the server
+            self._timer = self._loop.call_at(now + idle, self._check_idle, idle)
+        elif now - self.last_activity >= idle:
             self._fail(TimeoutError(f"no bytes for {idle:g} s"))
             self.abort()
         else:
@@ -320,23 +332,22 @@ class _Connection(asyncio.Protocol):
 class Stream:
     """A response whose body is read as it arrives (a watch); close it to free the connection."""
 
-    def __init__(self, pool: Pool, conn: _Connection, idle: float | None) -> None:
+    def __init__(self, pool: Pool, conn: _Connection) -> None:
         self._pool = pool
         self._conn = conn
-        self._idle = idle
         self.status, self.raw_headers = conn.status_and_headers()
 
     def header(self, name: str) -> str | None:
         return find_header(self.raw_headers, name)
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        while (chunk := await self._conn.next_chunk(self._idle)) is not None:
+        while (chunk := await self._conn.next_chunk()) is not None:
             yield chunk
 
     async def read(self, limit: int) -> bytes:
         """Up to ``limit`` bytes of the body (an error response's Status)."""
         out = bytearray()
-        while len(out) < limit and (chunk := await self._conn.next_chunk(self._idle)) is not None:
+        while len(out) < limit and (chunk := await self._conn.next_chunk()) is not None:
             out += chunk
         return bytes(out[:limit])
 
@@ -382,7 +393,7 @@ class Pool:
         if body:
             data += body
         repeatable = body is None or method in _REPEATABLE
-        conn = await self._exchange(data, timeout, streaming=False, repeatable=repeatable)
+        conn = await self._exchange(data, timeout, repeatable=repeatable)
         response = conn.response()
         self.release(conn)
         return response
@@ -393,22 +404,23 @@ class Pool:
         target: str,
         headers: str,
         connect_timeout: float,
-        idle_timeout: float | None,
+        idle_timeout: float,
     ) -> Stream:
         data = encode_head(method, self._absolute + target, self.origin.authority, headers, None)
-        conn = await self._exchange(data, connect_timeout, streaming=True, repeatable=True)
-        return Stream(self, conn, idle_timeout)
+        conn = await self._exchange(data, connect_timeout, repeatable=True, stream_idle=idle_timeout)
+        return Stream(self, conn)
 
     async def _exchange(
-        self, data: bytes, timeout: float, *, streaming: bool, repeatable: bool
+        self, data: bytes, timeout: float, *, repeatable: bool, stream_idle: float | None = None
     ) -> _Connection:
-        """Send ``data`` on a pooled connection and wait for the whole response (its head when
-        ``streaming``); once more on a new connection when a reused one turns out to have been
-        closed by the server before a byte of the response, if the request is ``repeatable``."""
+        """Send ``data`` on a pooled connection and wait for the whole response, or only its head
+        when ``stream_idle`` is given (the body is then streamed under that idle deadline). Once
+        more on a new connection when a reused one turns out to have been closed by the server
+        before a byte of the response, if the request is ``repeatable``."""
         for attempt in range(2):
             conn = await self._acquire(timeout)
             reused = conn.used
-            conn.begin(streaming=streaming)
+            conn.begin(streaming=stream_idle is not None, idle=stream_idle)
             try:
                 await conn.send(data, timeout)
             except BaseException as e:
@@ -456,6 +468,8 @@ class Pool:
         try:
             async with asyncio.timeout(timeout):
                 conn = await self._connect()
+        except HTTPTransportError:
+            raise  # the proxy refused the tunnel: already says so
         except TimeoutError as e:
             raise HTTPTransportError(
                 f"connect to {self.origin.authority} timed out after {timeout:g} s"
@@ -463,8 +477,6 @@ class Pool:
         except ssl.SSLError as e:
             raise HTTPTransportError(f"TLS with {self.origin.authority} failed: {e}") from e
         except OSError as e:
-            if isinstance(e, HTTPTransportError):
-                raise
             raise HTTPTransportError(f"cannot connect to {self.origin.authority}: {e}") from e
         self._all.add(conn)
         return conn

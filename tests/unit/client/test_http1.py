@@ -176,6 +176,29 @@ async def test_a_watch_event_larger_than_the_read_buffer_arrives_whole_between_s
     assert got[1]["object"]["data"]["blob"] == big["data"]["blob"]
 
 
+async def test_a_watch_that_goes_silent_ends_at_its_idle_deadline() -> None:
+    """A half-open watch (the server, or something between, stops sending without closing) must
+    not hang the reflector: the idle deadline ends it with a TransportError after the last bytes."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await read_request(reader)
+        event = orjson.dumps({"type": "ADDED", "object": {"metadata": {"name": "a", "resourceVersion": "1"}}})
+        line = event + b"\n"
+        writer.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
+        writer.write(f"{len(line):x}\r\n".encode() + line + b"\r\n")
+        await writer.drain()
+        await reader.read()  # silent until the client gives up
+        writer.close()
+
+    got: list[str] = []
+    async with raw_server(serve) as port, Client(config(port, watch_idle_timeout=0.3)) as client:
+        with pytest.raises(TransportError, match=r"no bytes for 0\.3 s"):
+            async for event in client.watch(resources.CONFIGMAPS, "ns"):
+                got.append(event["object"]["metadata"]["name"])
+        assert client.open_connections == 0
+    assert got == ["a"]
+
+
 async def test_https_through_an_http_connect_proxy_with_credentials(tls: dict[str, str]) -> None:
     """A kubeconfig's ``proxy-url``: the client asks the proxy for a tunnel, then speaks TLS to the
     API server inside it, so the proxy sees only the CONNECT line and its own credentials."""
@@ -245,6 +268,7 @@ async def test_a_proxy_that_refuses_the_tunnel_is_named_in_the_error(
         test_a_dropped_keep_alive_connection_repeats_a_get_but_not_a_create,
         test_bytes_that_are_not_http_are_a_clear_transport_error,
         test_a_watch_event_larger_than_the_read_buffer_arrives_whole_between_small_ones,
+        test_a_watch_that_goes_silent_ends_at_its_idle_deadline,
         test_https_through_an_http_connect_proxy_with_credentials,
     ],
     ids=lambda f: f.__name__.removeprefix("test_"),
