@@ -160,9 +160,17 @@ class Client:
 
     # -- core ------------------------------------------------------------------------------------
 
-    async def _throttle(self, method: str) -> None:
+    async def _prepare(
+        self, method: str, path: str, params: Sequence[tuple[str, str]], content_type: str | None
+    ) -> str:
+        """What every request (watches too) does before it is sent: wait for the token bucket,
+        render the head lines, tell the observers. Returns the head lines."""
         waited = await self._bucket.acquire()
         self._histograms(method)[0].observe(waited)
+        headers = await self._headers(content_type)
+        for observer in self._observers:
+            observer(method, path, params)
+        return headers
 
     async def request(
         self,
@@ -190,19 +198,15 @@ class Client:
         method = method.upper()
         params = encode_query(query) if query else []
         target = request_target(self._origin.base_path, path, params)
-        url = self._base_url + path
         attempt = 0
         while True:
-            await self._throttle(method)
-            headers = await self._headers(content_type)
-            for observer in self._observers:
-                observer(method, path, params)
+            headers = await self._prepare(method, path, params, content_type)
             started = time.perf_counter()
             try:
                 resp = await self._pool().request(method, target, headers, data, self.config.timeout)
             except (TimeoutError, OSError) as e:
                 self._observe("<error>", method, started)
-                raise TransportError(f"{method} {url}: {_describe(e)}") from e
+                raise TransportError(f"{method} {self._base_url}{path}: {_describe(e)}") from e
             status = resp.status
             raw = resp.body
             self._observe(str(status), method, started)
@@ -214,7 +218,7 @@ class Client:
                 except orjson.JSONDecodeError as e:
                     sample = raw[:120].decode("utf-8", "replace")
                     raise TransportError(
-                        f"{method} {url}: {status} response is not JSON ({e}): {sample!r}",
+                        f"{method} {self._base_url}{path}: {status} response is not JSON ({e}): {sample!r}",
                         "UndecodableResponse",
                     ) from e
             retry_after_header = resp.header("Retry-After")
@@ -384,10 +388,7 @@ class Client:
         url = self._base_url + path
         params = encode_query(query)
         target = request_target(self._origin.base_path, path, params)
-        await self._throttle("GET")
-        headers = await self._headers(None)
-        for observer in self._observers:
-            observer("GET", path, params)
+        headers = await self._prepare("GET", path, params, None)
         started = time.perf_counter()
         try:
             resp = await self._pool().stream("GET", target, headers, self.config.timeout, idle)
