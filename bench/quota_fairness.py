@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import contextlib
 import copy
 import functools
@@ -197,9 +198,7 @@ async def run_case(
                 profiling = toggle_profile(op, arm, on=False)
                 writes1 = await asyncio.to_thread(writes, op)
                 events = await client.list_all(EVENTS, ns)
-                reasons: dict[str, int] = {}
-                for event in events["items"]:
-                    reasons[event.get("reason", "")] = reasons.get(event.get("reason", ""), 0) + 1
+                reasons = collections.Counter(event.get("reason", "") for event in events["items"])
                 result.update(
                     events_by_reason=dict(sorted(reasons.items())),
                     idle_cpu_s=round(op.cpu_s() - cpu1, 3),
