@@ -123,17 +123,42 @@ async def rig() -> AsyncIterator[Rig]:
 
 @dataclass
 class Churn:
-    """Creates and deletes of Pods and RayClusters seen by a watch, and the fewest serve endpoints
-    (distinct ready Pods) in any state of the serve Service's EndpointSlices the watch delivered."""
+    """Creates and deletes of Pods and RayClusters seen by a watch, the serve endpoints (distinct
+    ready Pods) in each state of the serve Service's EndpointSlices the watch delivered, and each
+    value the head Pod's ``ray.io/serve`` label took."""
 
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, kind, name)
     min_endpoints: int | None = None
     samples: int = 0  # EndpointSlice states seen: the list, then one per watch event
+    serving: list[list[str]] = field(default_factory=list)  # the ready Pods of each state, in order
+    head_serve_labels: list[str | None] = field(default_factory=list)
 
     def sample(self, slices: dict[str, dict[str, Any]]) -> None:
-        ready = len({pod for _, _, pod in ready_in(slices.values())})
+        ready = sorted({pod for _, _, pod in ready_in(slices.values())})
         self.samples += 1
-        self.min_endpoints = ready if self.min_endpoints is None else min(self.min_endpoints, ready)
+        self.serving.append(ready)
+        self.min_endpoints = len(ready) if self.min_endpoints is None else min(self.min_endpoints, len(ready))
+
+    def pod(self, pod: dict[str, Any]) -> None:
+        labels = pod["metadata"].get("labels") or {}
+        if labels.get(c.RAY_NODE_TYPE_LABEL_KEY) != "head":
+            return
+        value = labels.get(c.RAY_CLUSTER_SERVING_SERVICE_LABEL_KEY)
+        if not self.head_serve_labels or self.head_serve_labels[-1] != value:
+            self.head_serve_labels.append(value)
+
+
+def failed_head_checks() -> float:
+    """Head-proxy checks so far that did not find the proxy healthy (the registry is shared)."""
+    metric = "kuberay_head_proxy_health_checks_total"
+    values = (registry.get_sample_value(metric, {"result": r}) for r in ("unhealthy", "timeout", "error"))
+    return sum(v or 0.0 for v in values)
+
+
+def assert_head_kept_serving(churn: Churn, failed_checks_before: float) -> None:
+    """The operator took the head out of the serve Service only if one of its checks failed."""
+    if failed_head_checks() == failed_checks_before:
+        assert churn.head_serve_labels == ["true"], churn
 
 
 @contextlib.asynccontextmanager
@@ -151,6 +176,8 @@ async def watching(rig: Rig, serve_service: str) -> AsyncIterator[Churn]:
     }
     slices = {s["metadata"]["name"]: s for s in listed[ENDPOINTSLICES.kind]["items"]}
     churn.sample(slices)
+    for pod in listed[PODS.kind]["items"]:
+        churn.pod(pod)
     seen: dict[tuple[str, str], asyncio.Event] = {}  # (kind, probe token) -> delivered
 
     async def watch(res: Any) -> None:
@@ -170,6 +197,8 @@ async def watching(rig: Rig, serve_service: str) -> AsyncIterator[Churn]:
                 churn.sample(slices)
             elif event["type"] in ("ADDED", "DELETED"):
                 churn.events.append((event["type"], res.kind, meta["name"]))
+            if res is PODS:
+                churn.pod(event["object"])
             token = (meta.get("annotations") or {}).get(WATCH_PROBE)
             if token is not None:
                 seen.setdefault((res.kind, token), asyncio.Event()).set()
@@ -339,9 +368,16 @@ async def _kuberay_state(rig: Rig) -> dict[str, Any]:
     for service in _rayservice_services(head_service, svc):
         await client.create(SERVICES, service, ns)
 
-    endpoints = await eventually(
-        lambda: _serving(rig, "rayservice-sample-serve-svc"), "KubeRay's serve endpoints", timeout=40
-    )
+    # Converged as KubeRay leaves it: the head and every worker serving (a worker joins once its
+    # readiness probe finds a Serve proxy on it). A takeover that starts earlier, with the head the
+    # only endpoint, would count any passing readiness flap of a loaded simulator against it.
+    every_pod = {p["metadata"]["name"] for p in pods}
+
+    async def all_serving() -> set[str] | None:
+        serving = await _serving(rig, "rayservice-sample-serve-svc")
+        return serving if serving == every_pod else None
+
+    endpoints = await eventually(all_serving, "KubeRay's serve endpoints on every Ray Pod", timeout=40)
     now = "2026-12-01T10:00:00Z"
     status = {
         "activeServiceStatus": {"rayClusterName": CLUSTER, "rayClusterStatus": {"desiredCPU": "0"}},
@@ -384,6 +420,7 @@ async def test_kuberay_state_is_adopted_with_no_creates_or_deletes_and_no_lost_e
     ns = rig.namespace
     await _kuberay_state(rig)
     before = {p["metadata"]["uid"] for p in (await rig.client.list(PODS, ns))["items"]}
+    failed_checks = failed_head_checks()
     async with watching(rig, "rayservice-sample-serve-svc") as churn:
         rig.operator = start_operator(rig.env.client_config)
         adopted = await eventually(lambda: _adopted(rig), "kuberay-py's status for the adopted cluster", 40)
@@ -396,6 +433,7 @@ async def test_kuberay_state_is_adopted_with_no_creates_or_deletes_and_no_lost_e
             await eventually(partial(_more_reconciles, since), "one more RayService reconcile", 30)
     assert churn.events == [], churn.events
     assert churn.samples >= 2 and churn.min_endpoints is not None and churn.min_endpoints >= 1, churn
+    assert_head_kept_serving(churn, failed_checks)
     after = {p["metadata"]["uid"] for p in (await rig.client.list(PODS, ns))["items"]}
     assert after == before
     cluster = await rig.client.get(RAYCLUSTERS, CLUSTER, ns)
@@ -415,6 +453,7 @@ async def test_a_cluster_stamped_by_an_older_version_is_restamped_in_place(rig: 
         c.HASH_WITHOUT_REPLICAS_AND_WORKERS_TO_DELETE_KEY: "OLDENCODING0000000000000000000000",
     }
     await rig.client.patch(RAYCLUSTERS, CLUSTER, {"metadata": {"annotations": stale}}, ns)
+    failed_checks = failed_head_checks()
     async with watching(rig, "rayservice-sample-serve-svc") as churn:
         rig.operator = start_operator(rig.env.client_config)
 
@@ -429,6 +468,7 @@ async def test_a_cluster_stamped_by_an_older_version_is_restamped_in_place(rig: 
         await eventually(lambda: _adopted(rig), "kuberay-py's status for the adopted cluster", 40)
     assert churn.events == [], churn.events
     assert churn.min_endpoints is not None and churn.min_endpoints >= 1, churn
+    assert_head_kept_serving(churn, failed_checks)
 
 
 async def test_what_kuberay_py_creates_is_what_kuberay_would_adopt(rig: Rig) -> None:
@@ -472,14 +512,23 @@ async def test_what_kuberay_py_creates_is_what_kuberay_would_adopt(rig: Rig) -> 
     assert sorted(w["metadata"]["labels"][c.RAY_WORKER_REPLICA_INDEX_LABEL_KEY] for w in workers) == ["0"]
     assert svc["metadata"]["finalizers"] == ["ray.io/rayservice-finalizer"]
 
-    # Swap: the operator goes away and another one (with no memory of this cluster) takes over.
+    # Swap, once every Ray Pod serves: the operator goes away and another one (with no memory of
+    # this cluster) takes over.
+    every_pod = {p["metadata"]["name"] for p in [head, *workers]}
+
+    async def all_serving() -> bool:
+        return await _serving(rig, "rayservice-sample-serve-svc") == every_pod
+
+    await eventually(all_serving, "serve endpoints on every Ray Pod", 40)
     await stop_operator(rig.operator)
     rig.operator = None
     before = {p["metadata"]["uid"] for p in (await rig.client.list(PODS, ns))["items"]}
+    failed_checks = failed_head_checks()
     async with watching(rig, "rayservice-sample-serve-svc") as churn:
         since = _counts()
         rig.operator = start_operator(rig.env.client_config)
         await eventually(lambda: _more_reconciles(since), "the new operator's reconciles", 30)
     assert churn.events == [], churn.events
     assert churn.min_endpoints is not None and churn.min_endpoints >= 1, churn
+    assert_head_kept_serving(churn, failed_checks)
     assert {p["metadata"]["uid"] for p in (await rig.client.list(PODS, ns))["items"]} == before
