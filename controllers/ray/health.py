@@ -13,6 +13,11 @@ reconciles and one hanging head blocks a reconcile worker for the full HTTP time
   is already under way is joined rather than repeated (single flight, counted as "coalesced").
 * Every check has a hard timeout (2 s) and reads at most 4 KiB of body. Healthy means HTTP 200
   exactly, as KubeRay's ``CheckProxyActorHealth``.
+* A check that times out is made once more, at once, before the verdict counts. The operator runs
+  on one event loop, under 100m of CPU in KubeRay's chart: a burst of its own work (a 1,000-Pod
+  scale-up's watch events, a throttled CFS period) can hold the loop past the deadline while the
+  head's answer waits in the socket, and taking a healthy head out of serving for that would be
+  the operator causing the outage it exists to prevent. A head that really hangs fails both.
 * When a head's healthy/unhealthy verdict *changes* (including its first result), ``on_change`` is
   called with the target, whose ``owner`` lets the caller enqueue the owning RayService.
 
@@ -240,8 +245,19 @@ class HeadProxyHealthChecker:
                     log.exception("head proxy on_change callback failed", pod=target.pod_name)
 
     async def _probe(self, target: HeadTarget) -> HealthResult:
+        """One verdict: an HTTP check, and a second one only when the first timed out."""
         started = self.clock.now()
         address = f"{target.ip}:{target.port}"
+        healthy, outcome, detail = await self._attempt(target)
+        if outcome == "timeout":
+            log.debug("head proxy check timed out; checking once more", pod=target.pod_name)
+            healthy, outcome, detail = await self._attempt(target)
+            if outcome == "timeout":
+                detail += ", twice"
+        return HealthResult(healthy, outcome, detail, started, address)
+
+    async def _attempt(self, target: HeadTarget) -> tuple[bool, HealthOutcome, str]:
+        """One HTTP check inside the concurrency limit; each is counted in the metrics."""
         async with self._limiter:
             metrics.HEALTH_CHECKS_IN_FLIGHT.inc()
             t0 = time.perf_counter()
@@ -251,7 +267,7 @@ class HeadProxyHealthChecker:
                 metrics.HEALTH_CHECKS_IN_FLIGHT.dec()
                 metrics.HEALTH_CHECK_DURATION.observe(time.perf_counter() - t0)
         metrics.HEALTH_CHECKS_TOTAL.labels(result=outcome).inc()
-        return HealthResult(healthy, outcome, detail, started, address)
+        return healthy, outcome, detail
 
     async def _http_check(self, target: HeadTarget) -> tuple[bool, HealthOutcome, str]:
         try:

@@ -77,9 +77,32 @@ async def test_timeout_and_refused_are_unhealthy(http_server, checker_factory, r
     timed_out = await checker.check(target(hanging, uid="a"))
     refused = await checker.check(target(refused_port, uid="b"))
     assert (timed_out.healthy, timed_out.outcome) == (False, "timeout")
+    assert timed_out.detail == "no answer within 0.2 s, twice"
     assert (refused.healthy, refused.outcome) == (False, "error")
-    assert counter("timeout") == t_before + 1
-    assert counter("error") == e_before + 1
+    assert len(hanging.requests) == 2  # a timeout is checked once more before it counts
+    assert counter("timeout") == t_before + 2
+    assert counter("error") == e_before + 1  # an error is not repeated
+
+
+async def test_a_head_that_misses_one_deadline_keeps_serving(http_server, checker_factory) -> None:
+    """The first answer comes too late (as when the operator's own loop was held past the
+    deadline, e.g. CPU-throttled at 100m during a big scale-up); the second check gets it."""
+    calls = 0
+
+    async def late_once(request: web.Request) -> web.StreamResponse:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return await server.hang(request)
+        return web.Response(text="success")
+
+    server = await http_server(late_once)
+    checker = checker_factory(timeout=0.2)
+    t_before, h_before = counter("timeout"), counter("healthy")
+    result = await checker.check(target(server))
+    assert (result.healthy, result.outcome, result.detail) == (True, "healthy", "success")
+    assert len(server.requests) == 2
+    assert (counter("timeout"), counter("healthy")) == (t_before + 1, h_before + 1)
 
 
 async def test_body_read_is_capped_and_big_body_still_healthy(http_server, checker_factory) -> None:
