@@ -128,16 +128,20 @@ class Churn:
     value the head Pod's ``ray.io/serve`` label took."""
 
     events: list[tuple[str, str, str]] = field(default_factory=list)  # (type, kind, name)
-    min_endpoints: int | None = None
-    samples: int = 0  # EndpointSlice states seen: the list, then one per watch event
-    serving: list[list[str]] = field(default_factory=list)  # the ready Pods of each state, in order
+    # the ready Pods of each EndpointSlice state seen, in order: the list, then one per watch event
+    serving: list[list[str]] = field(default_factory=list)
     head_serve_labels: list[str | None] = field(default_factory=list)
 
+    @property
+    def samples(self) -> int:
+        return len(self.serving)
+
+    @property
+    def min_endpoints(self) -> int | None:
+        return min((len(ready) for ready in self.serving), default=None)
+
     def sample(self, slices: dict[str, dict[str, Any]]) -> None:
-        ready = sorted({pod for _, _, pod in ready_in(slices.values())})
-        self.samples += 1
-        self.serving.append(ready)
-        self.min_endpoints = len(ready) if self.min_endpoints is None else min(self.min_endpoints, len(ready))
+        self.serving.append(sorted({pod for _, _, pod in ready_in(slices.values())}))
 
     def pod(self, pod: dict[str, Any]) -> None:
         labels = pod["metadata"].get("labels") or {}
@@ -371,13 +375,9 @@ async def _kuberay_state(rig: Rig) -> dict[str, Any]:
     # Converged as KubeRay leaves it: the head and every worker serving (a worker joins once its
     # readiness probe finds a Serve proxy on it). A takeover that starts earlier, with the head the
     # only endpoint, would count any passing readiness flap of a loaded simulator against it.
-    every_pod = {p["metadata"]["name"] for p in pods}
-
-    async def all_serving() -> set[str] | None:
-        serving = await _serving(rig, "rayservice-sample-serve-svc")
-        return serving if serving == every_pod else None
-
-    endpoints = await eventually(all_serving, "KubeRay's serve endpoints on every Ray Pod", timeout=40)
+    endpoints = await eventually(
+        partial(_every_pod_serving, rig, pods), "KubeRay's serve endpoints on every Ray Pod", timeout=40
+    )
     now = "2026-12-01T10:00:00Z"
     status = {
         "activeServiceStatus": {"rayClusterName": CLUSTER, "rayClusterStatus": {"desiredCPU": "0"}},
@@ -402,6 +402,12 @@ async def _kuberay_state(rig: Rig) -> dict[str, Any]:
 
 async def _serving(rig: Rig, service: str) -> set[str]:
     return {pod for _, _, pod in await rig.ready_endpoints(service)}
+
+
+async def _every_pod_serving(rig: Rig, pods: list[dict[str, Any]]) -> set[str]:
+    """The serve endpoints once they are exactly these Pods (the converged state), else empty."""
+    serving = await _serving(rig, "rayservice-sample-serve-svc")
+    return serving if serving == {p["metadata"]["name"] for p in pods} else set()
 
 
 async def _adopted(rig: Rig) -> dict[str, Any] | None:
@@ -514,12 +520,9 @@ async def test_what_kuberay_py_creates_is_what_kuberay_would_adopt(rig: Rig) -> 
 
     # Swap, once every Ray Pod serves: the operator goes away and another one (with no memory of
     # this cluster) takes over.
-    every_pod = {p["metadata"]["name"] for p in [head, *workers]}
-
-    async def all_serving() -> bool:
-        return await _serving(rig, "rayservice-sample-serve-svc") == every_pod
-
-    await eventually(all_serving, "serve endpoints on every Ray Pod", 40)
+    await eventually(
+        partial(_every_pod_serving, rig, [head, *workers]), "serve endpoints on every Ray Pod", 40
+    )
     await stop_operator(rig.operator)
     rig.operator = None
     before = {p["metadata"]["uid"] for p in (await rig.client.list(PODS, ns))["items"]}

@@ -87,12 +87,9 @@ async def test_timeout_and_refused_are_unhealthy(http_server, checker_factory, r
 async def test_a_head_that_misses_one_deadline_keeps_serving(http_server, checker_factory) -> None:
     """The first answer comes too late (as when the operator's own loop was held past the
     deadline, e.g. CPU-throttled at 100m during a big scale-up); the second check gets it."""
-    calls = 0
 
     async def late_once(request: web.Request) -> web.StreamResponse:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
+        if len(server.requests) == 1:  # the server records each request before it is handled
             return await server.hang(request)
         return web.Response(text="success")
 
